@@ -2,8 +2,9 @@
 //   node src/demo-backend-cli.ts [--port N] [--host H] [--seed N]
 // The single JSON line on stdout is the contract with whoever started us (tests,
 // scripts): it carries the real port when --port 0 let the OS choose.
-import { parseArgs } from "node:util";
+
 import type { AddressInfo } from "node:net";
+import { parseArgs } from "node:util";
 import { createDemoBackend } from "./demo-backend.ts";
 
 function fatal(message: string): never {
@@ -40,7 +41,9 @@ server.on("error", (err) => fatal(err.message));
 server.listen(port, host, () => {
   const address = server.address() as AddressInfo;
   const urlHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  process.stdout.write(`${JSON.stringify({ event: "listening", url: `http://${urlHost}:${address.port}/v1` })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ event: "listening", url: `http://${urlHost}:${address.port}/v1` })}\n`,
+  );
 });
 
 function shutdown(): void {

@@ -65,13 +65,15 @@ export function parseJson(text: string): unknown {
 function toInt64(value: unknown): bigint | undefined {
   // A number reaching here was written as 1.0 or 1e3: JSON Schema still calls it an
   // integer, but only while it is exact.
-  const big = typeof value === "bigint" ? value : Number.isSafeInteger(value) ? BigInt(value as number) : undefined;
+  const big =
+    typeof value === "bigint" ? value : Number.isSafeInteger(value) ? BigInt(value as number) : undefined;
   return big !== undefined && big >= INT64_MIN && big <= INT64_MAX ? big : undefined;
 }
 
 function validateNewPet(body: unknown): Omit<Pet, "id"> | ApiError {
   const bad = (message: string): ApiError => ({ status: 400, code: "BAD_REQUEST", message });
-  if (body === null || typeof body !== "object" || Array.isArray(body)) return bad("body must be a JSON object (NewPet)");
+  if (body === null || typeof body !== "object" || Array.isArray(body))
+    return bad("body must be a JSON object (NewPet)");
   const fields = body as Record<string, unknown>;
   // The description closes NewPet (additionalProperties: false); refusing unknown
   // fields keeps the demo as strict as the gateway in front of it.
@@ -80,7 +82,8 @@ function validateNewPet(body: unknown): Omit<Pet, "id"> | ApiError {
   if (typeof fields.name !== "string") return bad("name is required and must be a string");
   const categoryId = toInt64(fields.categoryId);
   if (categoryId === undefined) return bad("categoryId is required and must be an int64 integer");
-  if (fields.status !== undefined && !isStatus(fields.status)) return bad(`status must be one of ${STATUSES.join(", ")}`);
+  if (fields.status !== undefined && !isStatus(fields.status))
+    return bad(`status must be one of ${STATUSES.join(", ")}`);
   // The interface leaves the default open; "available" is the only state it gives a meaning to.
   return { name: fields.name, categoryId, status: fields.status ?? "available" };
 }
@@ -108,7 +111,8 @@ function readBody(req: http.IncomingMessage): Promise<string | ApiError> {
 export function createDemoBackend(options: DemoBackendOptions = {}): http.Server {
   const basePath = (options.basePath ?? "/v1").replace(/\/+$/, "");
   const seed = options.seed ?? 6;
-  if (!Number.isInteger(seed) || seed < 0) throw new RangeError(`seed must be a non-negative integer, got ${seed}`);
+  if (!Number.isInteger(seed) || seed < 0)
+    throw new RangeError(`seed must be a non-negative integer, got ${seed}`);
 
   // A Map keeps insertion order, and ids are assigned in increasing order, so
   // iterating it is already "ascending id order".
@@ -128,12 +132,27 @@ export function createDemoBackend(options: DemoBackendOptions = {}): http.Server
     });
   }
 
-  function send(req: http.IncomingMessage, res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  function send(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): void {
     const payload = Buffer.from(toJson(body), "utf8");
-    res.writeHead(status, { ...headers, "Content-Type": "application/json", "Content-Length": String(payload.length) });
+    res.writeHead(status, {
+      ...headers,
+      "Content-Type": "application/json",
+      "Content-Length": String(payload.length),
+    });
     res.end(req.method === "HEAD" ? undefined : payload);
   }
-  function fail(req: http.IncomingMessage, res: http.ServerResponse, error: ApiError, headers?: Record<string, string>): void {
+  function fail(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    error: ApiError,
+    headers?: Record<string, string>,
+  ): void {
     send(req, res, error.status, { code: error.code, message: error.message, status: error.status }, headers);
   }
 
@@ -141,18 +160,30 @@ export function createDemoBackend(options: DemoBackendOptions = {}): http.Server
     const limits = query.getAll("limit");
     const statuses = query.getAll("status");
     if (limits.length > 1 || statuses.length > 1) {
-      return fail(req, res, { status: 400, code: "BAD_REQUEST", message: "limit and status may each be given once" });
+      return fail(req, res, {
+        status: 400,
+        code: "BAD_REQUEST",
+        message: "limit and status may each be given once",
+      });
     }
     let limit = 20;
     if (limits[0] !== undefined) {
       limit = /^\d{1,3}$/.test(limits[0]) ? Number(limits[0]) : Number.NaN;
       if (!(limit >= 1 && limit <= 100)) {
-        return fail(req, res, { status: 400, code: "BAD_REQUEST", message: "limit must be an integer from 1 to 100" });
+        return fail(req, res, {
+          status: 400,
+          code: "BAD_REQUEST",
+          message: "limit must be an integer from 1 to 100",
+        });
       }
     }
     const status = statuses[0];
     if (status !== undefined && !isStatus(status)) {
-      return fail(req, res, { status: 400, code: "BAD_REQUEST", message: `status must be one of ${STATUSES.join(", ")}` });
+      return fail(req, res, {
+        status: 400,
+        code: "BAD_REQUEST",
+        message: `status must be one of ${STATUSES.join(", ")}`,
+      });
     }
     const page: Pet[] = [];
     for (const pet of pets.values()) {
@@ -181,14 +212,24 @@ export function createDemoBackend(options: DemoBackendOptions = {}): http.Server
     // A petId that is not an int64 cannot name an animal, so it is as absent as an unknown one.
     const id = /^\d{1,19}$/.test(rawId) ? BigInt(rawId) : undefined;
     const pet = id === undefined ? undefined : pets.get(id);
-    if (pet === undefined) return fail(req, res, { status: 404, code: "NOT_FOUND", message: `no animal with id ${rawId}` });
+    if (pet === undefined)
+      return fail(req, res, { status: 404, code: "NOT_FOUND", message: `no animal with id ${rawId}` });
     send(req, res, 200, pet);
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     // The gateway in front has already checked the key, so any non-empty bearer token is accepted.
     if (!/^Bearer[ \t]+\S/i.test(req.headers.authorization ?? "")) {
-      return fail(req, res, { status: 401, code: "UNAUTHORIZED", message: "missing or invalid API key (Authorization: Bearer <API_KEY>)" }, { "WWW-Authenticate": "Bearer" });
+      return fail(
+        req,
+        res,
+        {
+          status: 401,
+          code: "UNAUTHORIZED",
+          message: "missing or invalid API key (Authorization: Bearer <API_KEY>)",
+        },
+        { "WWW-Authenticate": "Bearer" },
+      );
     }
     // Split by hand instead of new URL(): a request target such as "//x/y" would otherwise be read as a host.
     const rawUrl = req.url ?? "/";
@@ -197,7 +238,12 @@ export function createDemoBackend(options: DemoBackendOptions = {}): http.Server
     const query = new URLSearchParams(q === -1 ? "" : rawUrl.slice(q + 1));
     const method = req.method ?? "GET";
     const notAllowed = (allow: string): void =>
-      fail(req, res, { status: 405, code: "METHOD_NOT_ALLOWED", message: `${method} is not allowed on ${path}` }, { Allow: allow });
+      fail(
+        req,
+        res,
+        { status: 405, code: "METHOD_NOT_ALLOWED", message: `${method} is not allowed on ${path}` },
+        { Allow: allow },
+      );
 
     if (path === `${basePath}/pets`) {
       if (method === "GET" || method === "HEAD") return listPets(req, res, query);

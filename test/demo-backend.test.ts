@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
-import assert from "node:assert/strict";
-import { startProgrammableBackend, type ProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 
 const AUTH = { Authorization: "Bearer demo-key" };
 
@@ -47,14 +47,24 @@ describe("demo backend (CLI process over HTTP)", () => {
     assert.equal(res.headers.get("content-length"), String(Buffer.byteLength(text)));
     const pets = JSON.parse(text) as Array<{ id: number; name: string; categoryId: number; status: string }>;
     assert.equal(pets.length, 6); // the default seed, fewer than the default limit of 20
-    assert.deepEqual(pets.map((p) => p.id), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(
+      pets.map((p) => p.id),
+      [1, 2, 3, 4, 5, 6],
+    );
     for (const p of pets) assert.deepEqual(Object.keys(p).sort(), ["categoryId", "id", "name", "status"]);
   });
 
   test("limit and status filter", async () => {
-    const two = (await (await fetch(`${url}/pets?limit=2`, { headers: AUTH })).json()) as Array<{ id: number }>;
-    assert.deepEqual(two.map((p) => p.id), [1, 2]);
-    const sold = (await (await fetch(`${url}/pets?status=sold`, { headers: AUTH })).json()) as Array<{ status: string }>;
+    const two = (await (await fetch(`${url}/pets?limit=2`, { headers: AUTH })).json()) as Array<{
+      id: number;
+    }>;
+    assert.deepEqual(
+      two.map((p) => p.id),
+      [1, 2],
+    );
+    const sold = (await (await fetch(`${url}/pets?status=sold`, { headers: AUTH })).json()) as Array<{
+      status: string;
+    }>;
     assert.ok(sold.length > 0);
     assert.ok(sold.every((p) => p.status === "sold"));
     for (const bad of ["limit=0", "limit=101", "limit=2.5", "limit=abc", "status=lost"]) {
@@ -83,7 +93,14 @@ describe("demo backend (CLI process over HTTP)", () => {
   });
 
   test("invalid bodies give 400", async () => {
-    for (const body of ["{", "[]", '{"name":"x"}', '{"categoryId":1}', '{"name":"x","categoryId":"1"}', '{"name":"x","categoryId":1,"status":"lost"}']) {
+    for (const body of [
+      "{",
+      "[]",
+      '{"name":"x"}',
+      '{"categoryId":1}',
+      '{"name":"x","categoryId":"1"}',
+      '{"name":"x","categoryId":1,"status":"lost"}',
+    ]) {
       const res = await fetch(`${url}/pets`, { method: "POST", headers: AUTH, body });
       assert.equal(res.status, 400, body);
     }
@@ -136,7 +153,13 @@ describe("programmable backend", () => {
   });
 
   test("respond with gzip", async () => {
-    backend.behave(() => ({ kind: "respond", status: 503, headers: { "Content-Type": "application/json" }, body: '{"a":1}', gzip: true }));
+    backend.behave(() => ({
+      kind: "respond",
+      status: 503,
+      headers: { "Content-Type": "application/json" },
+      body: '{"a":1}',
+      gzip: true,
+    }));
     const res = await fetch(`${backend.url}/x`);
     assert.equal(res.status, 503);
     assert.equal(res.headers.get("content-encoding"), "gzip");
@@ -150,7 +173,9 @@ describe("programmable backend", () => {
 
   test("hang", async () => {
     backend.behave(() => ({ kind: "hang" }));
-    await assert.rejects(fetch(`${backend.url}/x`, { signal: AbortSignal.timeout(200) }), { name: "TimeoutError" });
+    await assert.rejects(fetch(`${backend.url}/x`, { signal: AbortSignal.timeout(200) }), {
+      name: "TimeoutError",
+    });
   });
 
   test("reset-mid-body", async () => {

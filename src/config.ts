@@ -1,0 +1,224 @@
+// Gateway configuration: the deployment's choices only (what the interface is lives in the
+// OpenAPI document). A JSON file plus environment variables, validated once with ajv, with
+// defaults filled in, unknown keys refused, and the result frozen.
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { Ajv, type ErrorObject } from "ajv";
+import addFormats from "ajv-formats";
+import type { AnyPolicyDefinition } from "./policy.ts";
+
+export const PROJECT_ROOT = resolve(import.meta.dirname, "..");
+export const DEFAULT_CONFIG_FILE = resolve(PROJECT_ROOT, "config/gateway.json");
+export const DEFAULT_OPENAPI_FILE = resolve(PROJECT_ROOT, "config/openapi.json");
+
+export interface GatewayConfig {
+  readonly port: number;
+  readonly host: string;
+  readonly opsPort: number;
+  readonly opsHost: string;
+  /** Explicitly chosen environment; undefined means none was chosen. */
+  readonly environment: "production" | "staging" | undefined;
+  readonly openapi: string;
+  readonly workers: number | "auto";
+  readonly upstream: {
+    readonly url: string | undefined;
+    readonly environments: { readonly production?: string; readonly staging?: string };
+    readonly connectTimeoutMs: number;
+    readonly timeoutMs: number;
+    readonly maxSockets: number;
+    readonly maxFreeSockets: number;
+    readonly idleSocketTimeoutMs: number;
+  };
+  readonly server: {
+    readonly keepAliveTimeoutMs: number;
+    readonly headersTimeoutMs: number;
+    readonly requestTimeoutMs: number;
+    readonly maxRequestBodyBytes: number;
+    readonly maxResponseBodyBytes: number;
+    readonly maxJsonDepth: number;
+    readonly maxHeaderBytes: number;
+    readonly maxConnections: number;
+    readonly trustedProxies: readonly string[];
+    readonly shutdownDrainMs: number;
+    readonly shutdownTimeoutMs: number;
+  };
+  readonly log: { readonly level: string };
+  readonly policies: Readonly<Record<string, unknown>>;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const PORT = { type: "integer", minimum: 0, maximum: 65535 };
+const MILLISECONDS = { type: "integer", minimum: 1, maximum: 86_400_000 };
+const URL_STRING = { type: "string", pattern: "^https?://[^\\s]+$" };
+
+function configSchema(policies: readonly AnyPolicyDefinition[]) {
+  const section = (properties: Record<string, unknown>) => ({
+    type: "object",
+    additionalProperties: false,
+    default: {},
+    properties,
+  });
+  return {
+    type: "object",
+    additionalProperties: false,
+    properties: {
+      $schema: { type: "string" },
+      port: { ...PORT, default: 8080 },
+      host: { type: "string", default: "0.0.0.0" },
+      opsPort: { ...PORT, default: 9090 },
+      opsHost: { type: "string", default: "0.0.0.0" },
+      environment: { enum: ["production", "staging"] },
+      openapi: { type: "string", minLength: 1, default: DEFAULT_OPENAPI_FILE },
+      workers: { anyOf: [{ type: "integer", minimum: 1, maximum: 256 }, { const: "auto" }], default: 1 },
+      upstream: section({
+        url: URL_STRING,
+        environments: section({ production: URL_STRING, staging: URL_STRING }),
+        connectTimeoutMs: { ...MILLISECONDS, default: 2000 },
+        timeoutMs: { ...MILLISECONDS, default: 10_000 },
+        maxSockets: { type: "integer", minimum: 1, maximum: 65_536, default: 256 },
+        maxFreeSockets: { type: "integer", minimum: 0, maximum: 65_536, default: 256 },
+        // Below Node's own 5 s server keep-alive, so the gateway drops an idle socket first.
+        idleSocketTimeoutMs: { ...MILLISECONDS, default: 4000 },
+      }),
+      server: section({
+        // Above the 60 s idle timeout of common load balancers, so they close first.
+        keepAliveTimeoutMs: { ...MILLISECONDS, default: 75_000 },
+        headersTimeoutMs: { ...MILLISECONDS, default: 10_000 },
+        requestTimeoutMs: { ...MILLISECONDS, default: 30_000 },
+        maxRequestBodyBytes: { type: "integer", minimum: 1, default: 65_536 },
+        maxResponseBodyBytes: { type: "integer", minimum: 1, default: 1_048_576 },
+        maxJsonDepth: { type: "integer", minimum: 1, maximum: 1000, default: 32 },
+        maxHeaderBytes: { type: "integer", minimum: 1024, maximum: 1_048_576, default: 16_384 },
+        maxConnections: { type: "integer", minimum: 1, default: 10_000 },
+        trustedProxies: { type: "array", items: { type: "string", minLength: 1 }, default: [] },
+        shutdownDrainMs: { type: "integer", minimum: 0, maximum: 600_000, default: 3000 },
+        shutdownTimeoutMs: { ...MILLISECONDS, default: 20_000 },
+      }),
+      log: section({
+        level: { enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], default: "info" },
+      }),
+      policies: section(
+        Object.fromEntries(policies.map((policy) => [policy.name, { default: {}, ...policy.optionsSchema }])),
+      ),
+    },
+  };
+}
+
+/** Environment variable -> JSON pointer of the config field it sets. */
+const CORE_ENVIRONMENT: Readonly<Record<string, string>> = {
+  PORT: "/port",
+  HOST: "/host",
+  OPS_PORT: "/opsPort",
+  UPSTREAM_URL: "/upstream/url",
+  ENVIRONMENT: "/environment",
+  OPENAPI_FILE: "/openapi",
+  LOG_LEVEL: "/log/level",
+  WORKERS: "/workers",
+};
+
+export interface LoadConfigOptions {
+  readonly env?: NodeJS.ProcessEnv;
+  /** Overrides applied last, for tests and embedding: a partial config object. */
+  readonly overrides?: Readonly<Record<string, unknown>>;
+  readonly policies: readonly AnyPolicyDefinition[];
+}
+
+export function loadConfig(options: LoadConfigOptions): GatewayConfig {
+  const env = options.env ?? process.env;
+  const file = env.GATEWAY_CONFIG || DEFAULT_CONFIG_FILE;
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(`config ${file}: ${(error as Error).message}`);
+  }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    throw new ConfigError(`config ${file}: must be a JSON object`);
+  }
+  const sources = new Map<string, string>();
+  const mapping: Record<string, string> = { ...CORE_ENVIRONMENT };
+  for (const policy of options.policies) {
+    for (const [variable, option] of Object.entries(policy.environment ?? {})) {
+      mapping[variable] = `/policies/${policy.name}/${option}`;
+    }
+  }
+  for (const [variable, pointer] of Object.entries(mapping)) {
+    const value = env[variable];
+    if (value === undefined || value === "") continue;
+    setPointer(raw, pointer, /^[0-9]+$/.test(value) ? Number(value) : value);
+    sources.set(pointer, variable);
+  }
+  if (options.overrides) mergeInto(raw, options.overrides);
+  return validateConfig(raw, options.policies, (pointer) => {
+    for (const [field, variable] of sources) if (pointer.startsWith(field)) return `${variable} (${field})`;
+    return `${file}: ${pointer || "/"}`;
+  });
+}
+
+export function validateConfig(
+  raw: Record<string, unknown>,
+  policies: readonly AnyPolicyDefinition[],
+  describe: (pointer: string) => string = (pointer) => pointer || "/",
+): GatewayConfig {
+  const ajv = new Ajv({ strict: true, allErrors: false, useDefaults: true, allowUnionTypes: true });
+  addFormats.default(ajv);
+  const validate = ajv.compile(configSchema(policies));
+  const config = structuredClone(raw);
+  if (!validate(config))
+    throw new ConfigError(`invalid config: ${describeConfigError(validate.errors, describe)}`);
+  return deepFreeze(config) as unknown as GatewayConfig;
+}
+
+function describeConfigError(
+  errors: ErrorObject[] | null | undefined,
+  describe: (pointer: string) => string,
+) {
+  const error = errors?.[0];
+  if (!error) return "unknown error";
+  const params = error.params as Record<string, unknown>;
+  if (error.keyword === "additionalProperties") {
+    return `${describe(`${error.instancePath}/${params.additionalProperty}`)} is not a known setting`;
+  }
+  if (error.keyword === "enum") {
+    return `${describe(error.instancePath)} must be one of ${(params.allowedValues as unknown[]).join(", ")}`;
+  }
+  return `${describe(error.instancePath)} ${error.message}`;
+}
+
+function setPointer(target: Record<string, unknown>, pointer: string, value: unknown) {
+  const keys = pointer.slice(1).split("/");
+  let node = target;
+  for (const key of keys.slice(0, -1)) {
+    const next = node[key];
+    if (next === null || typeof next !== "object" || Array.isArray(next)) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[keys[keys.length - 1] as string] = value;
+}
+
+function mergeInto(target: Record<string, unknown>, source: Readonly<Record<string, unknown>>) {
+  for (const [key, value] of Object.entries(source)) {
+    const existing = target[key];
+    if (
+      value !== null &&
+      typeof value === "object" &&
+      !Array.isArray(value) &&
+      existing !== null &&
+      typeof existing === "object" &&
+      !Array.isArray(existing)
+    ) {
+      mergeInto(existing as Record<string, unknown>, value as Record<string, unknown>);
+    } else target[key] = value;
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

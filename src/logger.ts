@@ -1,0 +1,44 @@
+import pino, { type DestinationStream, type Logger } from "pino";
+
+export type { Logger } from "pino";
+
+// Key material must never reach a log line, whoever logs a header object.
+const REDACT = [
+  "authorization",
+  "headers.authorization",
+  "req.headers.authorization",
+  "*.headers.authorization",
+];
+
+export interface LoggerHandle {
+  readonly logger: Logger;
+  /** Writes out what the asynchronous destination still holds; called on shutdown. */
+  flush(): void;
+}
+
+export function createLogger(level: string, destination?: DestinationStream): LoggerHandle {
+  // Asynchronous, buffered stdout: the hot path never waits on a write. flush() empties it.
+  const sonic = destination ? undefined : pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  const logger = pino(
+    {
+      level,
+      base: { pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: REDACT, censor: "[redacted]" },
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination ?? sonic,
+  );
+  return {
+    logger,
+    flush() {
+      if (sonic) {
+        try {
+          sonic.flushSync();
+        } catch {
+          // not ready yet or already closed: nothing buffered to lose
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,258 @@
+// Loads the OpenAPI description once and compiles everything the gateway needs from it:
+// operations, routes, parameter specs and ajv validators. Nothing is compiled per request.
+import { readFileSync } from "node:fs";
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
+const COMPONENTS_ID = "openapi-components";
+
+export interface ParameterSpec {
+  readonly name: string;
+  readonly in: "query" | "path";
+  readonly required: boolean;
+  readonly schema: Readonly<JsonObject>;
+  /** "integer" parameters are checked as integer literals within their format's range before the schema. */
+  readonly type: string | undefined;
+  readonly format: string | undefined;
+  readonly validate: ValidateFunction;
+}
+
+export interface RequestBodySpec {
+  readonly required: boolean;
+  readonly mediaTypes: readonly string[];
+  readonly validate: ValidateFunction | undefined;
+}
+
+export interface ResponseSpec {
+  readonly status: string; // "200", "4XX" or "default", as written in the document
+  readonly validate: ValidateFunction | undefined;
+}
+
+export interface Operation {
+  readonly id: string;
+  readonly method: string; // upper case
+  readonly path: string; // template as in the document, e.g. /pets/{petId}
+  readonly deprecated: boolean;
+  /** Every x-* extension of the operation, for policies that read facts OpenAPI has no keyword for. */
+  readonly extensions: Readonly<Record<string, unknown>>;
+  readonly queryParameters: ReadonlyMap<string, ParameterSpec>;
+  readonly pathParameters: readonly ParameterSpec[];
+  readonly requestBody: RequestBodySpec | undefined;
+  readonly responses: ReadonlyMap<string, ResponseSpec>;
+}
+
+export interface ApiDescription {
+  readonly title: string;
+  readonly version: string;
+  /** The public base path, from the first server URL (e.g. "/v1"). */
+  readonly basePath: string;
+  readonly operations: readonly Operation[];
+  readonly validateError: ValidateFunction;
+  operation(id: string): Operation | undefined;
+}
+
+export class ApiDescriptionError extends Error {
+  override name = "ApiDescriptionError";
+}
+
+export function loadApiDescription(file: string): ApiDescription {
+  let document: JsonObject;
+  try {
+    document = JSON.parse(readFileSync(file, "utf8")) as JsonObject;
+  } catch (error) {
+    throw new ApiDescriptionError(`cannot read the OpenAPI description ${file}: ${(error as Error).message}`);
+  }
+  try {
+    return compileApiDescription(document);
+  } catch (error) {
+    throw new ApiDescriptionError(`OpenAPI description ${file}: ${(error as Error).message}`);
+  }
+}
+
+export function compileApiDescription(document: JsonObject): ApiDescription {
+  if (typeof document.openapi !== "string" || !document.openapi.startsWith("3.1")) {
+    throw new Error('"openapi" must be a 3.1.x version (its schemas are JSON Schema 2020-12)');
+  }
+  const ajv = new Ajv2020({
+    strict: true,
+    allErrors: false,
+    $data: false,
+    coerceTypes: false,
+    useDefaults: false,
+  });
+  addFormats.default(ajv);
+  // OpenAPI annotation keywords that are not JSON Schema; they carry no validation.
+  for (const keyword of ["example", "xml", "externalDocs", "discriminator"]) ajv.addKeyword(keyword);
+  const components = asObject(document.components, "components") ?? {};
+  const schemas = asObject(components.schemas, "components.schemas") ?? {};
+  ajv.addSchema({ $id: COMPONENTS_ID, $defs: rewriteRefs(schemas) as JsonObject });
+  const compile = (schema: Json, where: string): ValidateFunction => {
+    try {
+      return ajv.compile(rewriteRefs(schema) as JsonObject);
+    } catch (error) {
+      throw new Error(`${where}: ${(error as Error).message}`);
+    }
+  };
+  const resolve = (value: Json | undefined, where: string): JsonObject | undefined => {
+    const object = asObject(value, where);
+    const ref = object?.$ref;
+    if (typeof ref !== "string") return object;
+    const match = /^#\/components\/(\w+)\/([\w.-]+)$/.exec(ref);
+    const target = match && asObject(components[match[1] as string], where)?.[match[2] as string];
+    if (!target) throw new Error(`${where}: unresolved $ref ${ref}`);
+    return resolve(target, ref);
+  };
+
+  const basePath = basePathOf(document.servers);
+  const operations: Operation[] = [];
+  const seenIds = new Set<string>();
+  const paths = asObject(document.paths, "paths") ?? {};
+  for (const [path, pathItemValue] of Object.entries(paths)) {
+    if (!path.startsWith("/")) throw new Error(`paths: "${path}" must start with /`);
+    const pathItem = resolve(pathItemValue, `paths.${path}`) ?? {};
+    const sharedParameters = (pathItem.parameters as Json[] | undefined) ?? [];
+    for (const method of HTTP_METHODS) {
+      const where = `paths.${path}.${method}`;
+      const operation = resolve(pathItem[method], where);
+      if (!operation) continue;
+      const id = operation.operationId;
+      if (typeof id !== "string" || id === "") throw new Error(`${where}: operationId is required`);
+      if (seenIds.has(id)) throw new Error(`${where}: operationId ${id} is used twice`);
+      seenIds.add(id);
+
+      const parameters = new Map<string, ParameterSpec>();
+      for (const [index, value] of [
+        ...sharedParameters,
+        ...((operation.parameters as Json[]) ?? []),
+      ].entries()) {
+        const parameter = resolve(value, `${where}.parameters[${index}]`) ?? {};
+        const name = parameter.name;
+        const location = parameter.in;
+        if (typeof name !== "string") throw new Error(`${where}.parameters[${index}]: name is required`);
+        if (location !== "query" && location !== "path") {
+          if (location === "header" || location === "cookie") continue;
+          throw new Error(`${where}.parameters.${name}: "in" must be query, path, header or cookie`);
+        }
+        const schema = resolve(parameter.schema, `${where}.parameters.${name}.schema`) ?? {};
+        parameters.set(`${location}:${name}`, {
+          name,
+          in: location,
+          required: location === "path" || parameter.required === true,
+          schema,
+          type: typeof schema.type === "string" ? schema.type : undefined,
+          format: typeof schema.format === "string" ? schema.format : undefined,
+          validate: compile(schema, `${where}.parameters.${name}.schema`),
+        });
+      }
+      const pathParameters = [...parameters.values()].filter((p) => p.in === "path");
+      for (const name of path.match(/\{[^}]+\}/g) ?? []) {
+        if (!pathParameters.some((p) => `{${p.name}}` === name)) {
+          throw new Error(`${where}: path parameter ${name} is not declared`);
+        }
+      }
+
+      let requestBody: RequestBodySpec | undefined;
+      const body = resolve(operation.requestBody, `${where}.requestBody`);
+      if (body) {
+        const content = asObject(body.content, `${where}.requestBody.content`) ?? {};
+        const json = asObject(content["application/json"], `${where}.requestBody.content`);
+        requestBody = {
+          required: body.required === true,
+          mediaTypes: Object.keys(content),
+          validate: json?.schema === undefined ? undefined : compile(json.schema, `${where}.requestBody`),
+        };
+      }
+
+      const responses = new Map<string, ResponseSpec>();
+      for (const [status, value] of Object.entries(
+        asObject(operation.responses, `${where}.responses`) ?? {},
+      )) {
+        const response = resolve(value, `${where}.responses.${status}`) ?? {};
+        const content = asObject(response.content, `${where}.responses.${status}.content`);
+        const json = content && asObject(content["application/json"], `${where}.responses.${status}`);
+        responses.set(status, {
+          status,
+          validate:
+            json?.schema === undefined ? undefined : compile(json.schema, `${where}.responses.${status}`),
+        });
+      }
+
+      const extensions: Record<string, unknown> = {};
+      for (const key of Object.keys(operation)) if (key.startsWith("x-")) extensions[key] = operation[key];
+      operations.push(
+        Object.freeze({
+          id,
+          method: method.toUpperCase(),
+          path,
+          deprecated: operation.deprecated === true,
+          extensions: Object.freeze(extensions),
+          queryParameters: new Map(
+            [...parameters.values()].filter((p) => p.in === "query").map((p) => [p.name, p] as const),
+          ),
+          pathParameters,
+          requestBody,
+          responses,
+        }),
+      );
+    }
+  }
+  if (operations.length === 0) throw new Error("paths: the description declares no operation");
+  const errorSchema = schemas.Error;
+  if (errorSchema === undefined)
+    throw new Error("components.schemas.Error is required (the gateway's error bodies)");
+  const byId = new Map(operations.map((operation) => [operation.id, operation]));
+  const info = asObject(document.info, "info") ?? {};
+  return Object.freeze({
+    title: String(info.title ?? ""),
+    version: String(info.version ?? ""),
+    basePath,
+    operations,
+    validateError: compile({ $ref: "#/components/schemas/Error" }, "components.schemas.Error"),
+    operation: (id: string) => byId.get(id),
+  });
+}
+
+/** One line per ajv error, naming the field by its JSON pointer: "/categoryId must be integer". */
+export function describeValidationError(errors: ErrorObject[] | null | undefined, subject: string): string {
+  const error = errors?.[0];
+  if (!error) return `${subject} is not valid`;
+  const where = error.instancePath === "" ? subject : `${subject}${error.instancePath}`;
+  const params = error.params as Record<string, unknown>;
+  if (error.keyword === "additionalProperties")
+    return `${where} must not have the property '${params.additionalProperty}'`;
+  if (error.keyword === "enum")
+    return `${where} must be one of ${(params.allowedValues as unknown[]).join(", ")}`;
+  return `${where} ${error.message ?? "is not valid"}`;
+}
+
+function basePathOf(servers: Json | undefined): string {
+  const first = Array.isArray(servers) ? asObject(servers[0], "servers[0]") : undefined;
+  if (!first || typeof first.url !== "string") return "";
+  const pathname = new URL(first.url, "http://base.invalid").pathname.replace(/\/+$/, "");
+  return pathname;
+}
+
+function rewriteRefs(value: Json): Json {
+  if (Array.isArray(value)) return value.map(rewriteRefs);
+  if (value === null || typeof value !== "object") return value;
+  const out: JsonObject = {};
+  for (const [key, child] of Object.entries(value)) {
+    out[key] =
+      key === "$ref" && typeof child === "string" && child.startsWith("#/components/schemas/")
+        ? `${COMPONENTS_ID}#/$defs/${child.slice("#/components/schemas/".length)}`
+        : rewriteRefs(child);
+  }
+  return out;
+}
+
+function asObject(value: Json | undefined, where: string): JsonObject | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new Error(`${where} must be an object`);
+  }
+  return value;
+}

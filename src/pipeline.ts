@@ -1,0 +1,563 @@
+// One request's way through the gateway: canonical request -> route -> inbound policies in their
+// fixed order -> body -> proxy -> outbound policies in reverse order -> one observe step.
+// The core calls policies only through their phases; it knows none of them by name.
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
+import type { Logger } from "pino";
+import type { GatewayConfig } from "./config.ts";
+import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
+import { type Metrics, UNMATCHED } from "./metrics.ts";
+import type { ApiDescription, Operation } from "./openapi.ts";
+import type { Exchange, OperationPolicy, PolicyInstance, UpstreamAnswer } from "./policy.ts";
+import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "./proxy.ts";
+import { createRouter } from "./router.ts";
+
+interface Chain {
+  readonly request: readonly NonNullable<OperationPolicy["onRequest"]>[];
+  readonly requestBody: readonly NonNullable<OperationPolicy["onRequestBody"]>[];
+  readonly response: readonly NonNullable<OperationPolicy["onResponse"]>[];
+  readonly reply: readonly NonNullable<OperationPolicy["onReply"]>[];
+  readonly readsResponseBody: boolean;
+}
+
+const EXCHANGE = Symbol("exchange");
+type Carrier = { [EXCHANGE]?: Exchange };
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) never cross the gateway, in either direction.
+const HOP_BY_HOP = [
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+];
+// Headers that would let a client change what the backend believes about the request.
+const SPOOFABLE = [
+  "forwarded",
+  "x-http-method-override",
+  "x-http-method",
+  "x-method-override",
+  "x-original-url",
+  "x-rewrite-url",
+];
+const FORWARDED_FOR = "x-forwarded-for";
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+// The path the policies judge must be the path the backend gets: no percent-encoding, no
+// backslash, no ';' parameters, no empty or dot segments, no control characters.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+const NON_CANONICAL_PATH = /[%\\;\u0000-\u0020\u007f]|\/\/|\/\.\.?(?:\/|$)/;
+const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
+
+export interface PipelineOptions {
+  readonly config: GatewayConfig;
+  readonly api: ApiDescription;
+  readonly policies: readonly PolicyInstance[];
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly upstreamUrl: string;
+}
+
+export interface Pipeline {
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  /** From now on every answer carries Connection: close. */
+  drain(): void;
+  close(): void;
+}
+
+export function createPipeline(options: PipelineOptions): Pipeline {
+  const { config, api, metrics, logger } = options;
+  const router = createRouter(api.basePath, api.operations);
+  const chains = new Map<Operation, Chain>();
+  for (const operation of api.operations) {
+    const phases = options.policies
+      .map((policy) => policy.forOperation(operation))
+      .filter((p) => p !== undefined);
+    chains.set(operation, {
+      request: phases.flatMap((p) => (p.onRequest ? [p.onRequest.bind(p)] : [])),
+      requestBody: phases.flatMap((p) => (p.onRequestBody ? [p.onRequestBody.bind(p)] : [])),
+      // Outbound phases run in reverse order, as layers unwinding.
+      response: phases.flatMap((p) => (p.onResponse ? [p.onResponse.bind(p)] : [])).reverse(),
+      reply: phases.flatMap((p) => (p.onReply ? [p.onReply.bind(p)] : [])).reverse(),
+      readsResponseBody: phases.some((p) => p.readsResponseBody === true && p.onResponse !== undefined),
+    });
+  }
+  const trustedProxies = new Set(config.server.trustedProxies.map(normalizeAddress));
+  const basePathLength = api.basePath.length;
+  let draining = false;
+
+  const exchangeOf = (carrier: unknown) => (carrier as Carrier)[EXCHANGE];
+  const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, exchangeOf, {
+    onResponse: onUpstreamResponse,
+    onFault: onUpstreamFault,
+    onConnected: (ok) => metrics.upstreamUp.set(ok ? 1 : 0),
+  });
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    const requestIdHeader = req.headers["x-request-id"];
+    const exchange: Exchange = {
+      req,
+      res,
+      url: req.url ?? "",
+      requestId:
+        typeof requestIdHeader === "string" && SANE_REQUEST_ID.test(requestIdHeader)
+          ? requestIdHeader
+          : randomUUID(),
+      startedAt: performance.now(),
+      operation: undefined,
+      pathParams: {},
+      query: new Map(),
+      queryChanged: false,
+      consumer: undefined,
+      body: undefined,
+      responseHeaders: {},
+      notes: {},
+      rejection: undefined,
+      upstreamStartedAt: 0,
+      upstreamEndedAt: 0,
+      upstreamStatus: 0,
+      finished: false,
+    };
+    (req as Carrier)[EXCHANGE] = exchange;
+    (res as Carrier)[EXCHANGE] = exchange;
+    res.once("close", onResponseClose);
+    req.on("error", ignoreClientError);
+    res.on("error", ignoreClientError);
+
+    const url = exchange.url;
+    const queryStart = url.indexOf("?");
+    const path = queryStart === -1 ? url : url.slice(0, queryStart);
+    const rawQuery = queryStart === -1 ? "" : url.slice(queryStart + 1);
+    if (!path.startsWith("/") || NON_CANONICAL_PATH.test(path))
+      return reject(exchange, gatewayError("BAD_PATH"));
+    // RFC 9112 §6.1: a chunked body is not HTTP/1.0; Node would pass it on.
+    if (
+      req.httpVersionMajor === 1 &&
+      req.httpVersionMinor === 0 &&
+      req.headers["transfer-encoding"] !== undefined
+    ) {
+      return reject(
+        exchange,
+        gatewayError("BAD_REQUEST", "Transfer-Encoding is not allowed in HTTP/1.0"),
+        true,
+      );
+    }
+    const duplicate = parseQuery(rawQuery, exchange.query);
+    if (duplicate !== undefined) {
+      return reject(
+        exchange,
+        gatewayError(
+          duplicate === "" ? "BAD_REQUEST" : "DUPLICATE_PARAMETER",
+          duplicate === ""
+            ? "The query string is not valid percent-encoding"
+            : `query parameter ${duplicate} is given more than once`,
+        ),
+      );
+    }
+    const match = router.match(req.method ?? "", path);
+    if (match.kind === "not-found") return reject(exchange, gatewayError("NOT_FOUND"));
+    if (match.kind === "method-not-allowed") {
+      return reject(exchange, gatewayError("METHOD_NOT_ALLOWED", undefined, { allow: match.allow }));
+    }
+    exchange.operation = match.operation;
+    exchange.pathParams = match.pathParams;
+    const chain = chains.get(match.operation) as Chain;
+    for (const phase of chain.request) {
+      const error = phase(exchange);
+      if (error) return reject(exchange, error);
+    }
+    // The backend's own base path replaces the public one; http-proxy-3 prepends the target's path.
+    req.url = exchange.queryChanged
+      ? `${path.slice(basePathLength)}?${serializeQuery(exchange.query)}`
+      : url.slice(basePathLength);
+    if (match.operation.requestBody === undefined) return forward(exchange, chain, undefined);
+    readBody(exchange, chain);
+  }
+
+  function readBody(exchange: Exchange, chain: Chain): void {
+    const { req } = exchange;
+    const limit = config.server.maxRequestBodyBytes;
+    const declared = req.headers["content-length"];
+    if (declared !== undefined && Number(declared) > limit) {
+      return reject(
+        exchange,
+        gatewayError("PAYLOAD_TOO_LARGE", `the request body is over ${limit} bytes`),
+        true,
+      );
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off("data", onData);
+        req.off("end", onEnd);
+        // Counted on the wire, chunked bodies included; the connection closes after the answer.
+        reject(exchange, gatewayError("PAYLOAD_TOO_LARGE", `the request body is over ${limit} bytes`), true);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      if (exchange.finished) return;
+      exchange.body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      for (const phase of chain.requestBody) {
+        const error = phase(exchange);
+        if (error) return reject(exchange, error);
+      }
+      forward(exchange, chain, exchange.body);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+  }
+
+  function forward(exchange: Exchange, chain: Chain, body: Buffer | undefined): void {
+    const headers = exchange.req.headers;
+    scrubHopByHop(headers);
+    for (const name of SPOOFABLE) delete headers[name];
+    const peer = normalizeAddress(exchange.req.socket.remoteAddress ?? "");
+    if (trustedProxies.has(peer)) {
+      const prior = headers[FORWARDED_FOR];
+      headers[FORWARDED_FOR] = prior ? `${prior}, ${peer}` : peer;
+    } else {
+      headers[FORWARDED_FOR] = peer;
+      headers["x-forwarded-proto"] = "http";
+      headers["x-forwarded-host"] = headers.host ?? "";
+    }
+    headers["x-request-id"] = exchange.requestId;
+    // The gateway reads what it validates; compression is for the client side of the gateway.
+    if (chain.readsResponseBody) headers["accept-encoding"] = "identity";
+    if (body !== undefined) headers["content-length"] = String(body.length);
+    upstream.forward(exchange, body);
+  }
+
+  function onUpstreamResponse(exchange: Exchange, response: IncomingMessage): void {
+    exchange.upstreamStatus = response.statusCode ?? 502;
+    (response as Carrier)[EXCHANGE] = exchange;
+    const chain = chains.get(exchange.operation as Operation) as Chain;
+    const status = exchange.upstreamStatus;
+    const bodyless = exchange.req.method === "HEAD" || status === 204 || status === 304;
+    if (chain.readsResponseBody && !bodyless && JSON_TYPE.test(response.headers["content-type"] ?? "")) {
+      bufferResponse(exchange, chain, response);
+      return;
+    }
+    upstreamDone(exchange);
+    const error = runResponsePhases(exchange, chain, {
+      status,
+      headers: response.headers,
+      body: undefined,
+      oversized: false,
+      fault: undefined,
+    });
+    if (error) {
+      response.destroy();
+      return reject(exchange, error);
+    }
+    writeUpstreamHead(exchange, chain, response, undefined);
+    response.on("error", onStreamedResponseError);
+    response.pipe(exchange.res);
+  }
+
+  function bufferResponse(exchange: Exchange, chain: Chain, response: IncomingMessage): void {
+    const limit = config.server.maxResponseBodyBytes;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      chunks.push(chunk);
+      if (size <= limit) return;
+      response.off("data", onData);
+      response.off("end", onEnd);
+      response.pause();
+      upstreamDone(exchange);
+      const answer = {
+        status: exchange.upstreamStatus,
+        headers: response.headers,
+        body: undefined,
+        oversized: true,
+      };
+      const error = runResponsePhases(exchange, chain, { ...answer, fault: undefined });
+      if (error) {
+        response.destroy();
+        return reject(exchange, error);
+      }
+      // Allowed through (e.g. report mode): what was read goes first, the rest streams.
+      writeUpstreamHead(exchange, chain, response, undefined);
+      for (const buffered of chunks) exchange.res.write(buffered);
+      response.on("error", onStreamedResponseError);
+      response.pipe(exchange.res);
+      response.resume();
+    };
+    const onEnd = () => {
+      upstreamDone(exchange);
+      if (exchange.finished) return;
+      const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      const decoded = decode(raw, response.headers["content-encoding"], limit);
+      const answer: UpstreamAnswer = {
+        status: exchange.upstreamStatus,
+        headers: response.headers,
+        body: decoded.body,
+        oversized: decoded.oversized,
+        fault: decoded.fault,
+      };
+      const error = runResponsePhases(exchange, chain, answer);
+      if (error) return reject(exchange, error);
+      // Undecodable or over the cap once decoded, and let through: the client gets it as it came.
+      writeUpstreamHead(exchange, chain, response, decoded.body, raw);
+      exchange.res.end(decoded.body ?? raw);
+    };
+    response.on("data", onData);
+    response.on("end", onEnd);
+    response.on("error", () => {
+      if (exchange.finished) return;
+      upstreamDone(exchange);
+      reject(
+        exchange,
+        gatewayError("UPSTREAM_UNAVAILABLE", "The backend closed the connection in the middle of its answer"),
+      );
+    });
+  }
+
+  function runResponsePhases(
+    exchange: Exchange,
+    chain: Chain,
+    answer: UpstreamAnswer,
+  ): GatewayError | undefined {
+    for (const phase of chain.response) {
+      const error = phase(exchange, answer);
+      if (error) return error;
+    }
+    return undefined;
+  }
+
+  function writeUpstreamHead(
+    exchange: Exchange,
+    chain: Chain,
+    response: IncomingMessage,
+    decoded: Buffer | undefined,
+    raw?: Buffer,
+  ): void {
+    const headers: OutgoingHttpHeaders = { ...response.headers };
+    scrubHopByHop(headers as Record<string, unknown>);
+    if (decoded !== undefined) {
+      delete headers["content-encoding"];
+      headers["content-length"] = decoded.length;
+    } else if (raw !== undefined) headers["content-length"] = raw.length;
+    finishHeaders(exchange, chain, exchange.upstreamStatus, headers);
+    exchange.res.writeHead(exchange.upstreamStatus, headers);
+  }
+
+  function finishHeaders(
+    exchange: Exchange,
+    chain: Chain | undefined,
+    status: number,
+    headers: OutgoingHttpHeaders,
+  ) {
+    for (const name in exchange.responseHeaders) headers[name] = exchange.responseHeaders[name];
+    headers["x-request-id"] = exchange.requestId;
+    headers["x-content-type-options"] = "nosniff";
+    if (chain) for (const phase of chain.reply) phase(exchange, status, headers);
+    if (draining) headers.connection = "close";
+  }
+
+  function onUpstreamFault(exchange: Exchange, fault: UpstreamFault, detail: string): void {
+    if (exchange.res.headersSent) {
+      // Mid-body: the client must see a broken answer, never a complete-looking short one.
+      exchange.notes.upstreamFault = detail;
+      exchange.res.destroy();
+      return;
+    }
+    exchange.notes.upstreamFault = detail;
+    reject(
+      exchange,
+      fault === "timeout"
+        ? gatewayError(
+            "UPSTREAM_TIMEOUT",
+            `The backend did not answer within ${config.upstream.timeoutMs} ms`,
+          )
+        : gatewayError("UPSTREAM_UNAVAILABLE"),
+    );
+  }
+
+  function reject(exchange: Exchange, error: GatewayError, closeConnection = false): void {
+    if (exchange.finished || exchange.res.headersSent) return;
+    exchange.rejection = error;
+    upstream.abandon(exchange);
+    const body = errorBody(error);
+    const headers: OutgoingHttpHeaders = {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+      "cache-control": "no-store",
+    };
+    if (error.headers) for (const name in error.headers) headers[name] = error.headers[name];
+    finishHeaders(
+      exchange,
+      exchange.operation === undefined ? undefined : chains.get(exchange.operation),
+      error.status,
+      headers,
+    );
+    if (closeConnection) headers.connection = "close";
+    const { res } = exchange;
+    res.writeHead(error.status, headers);
+    res.end(exchange.req.method === "HEAD" ? undefined : body);
+    if (closeConnection) res.once("finish", () => exchange.req.socket.destroySoon());
+  }
+
+  function onResponseClose(this: ServerResponse): void {
+    const exchange = exchangeOf(this);
+    if (!exchange || exchange.finished) return;
+    exchange.finished = true;
+    if (exchange.upstreamStartedAt !== 0 && exchange.upstreamEndedAt === 0) upstream.abandon(exchange);
+    let status = this.statusCode;
+    if (!this.writableFinished) {
+      exchange.notes.aborted = true;
+      // Cut mid-answer: by the backend (a fault, counted as 502) or by the client (499).
+      status = this.headersSent && exchange.notes.upstreamFault !== undefined ? 502 : 499;
+    }
+    observe(exchange, status);
+  }
+
+  // The one observe step every request ends in: metrics and the access log line.
+  function observe(exchange: Exchange, status: number): void {
+    const operation = exchange.operation?.id ?? UNMATCHED;
+    const method = exchange.req.method ?? "";
+    const end = performance.now();
+    const seconds = (end - exchange.startedAt) / 1000;
+    metrics.observeRequest(operation, method, status, seconds);
+    const { rejection } = exchange;
+    if (rejection) metrics.rejections.labels(operation, rejection.reason, rejection.code).inc();
+    let upstreamMs: number | undefined;
+    if (exchange.upstreamStartedAt !== 0 && exchange.upstreamStatus !== 0) {
+      upstreamMs = exchange.upstreamEndedAt - exchange.upstreamStartedAt;
+      metrics.observeUpstream(operation, method, exchange.upstreamStatus, upstreamMs / 1000);
+      metrics.observeOverhead(operation, seconds - upstreamMs / 1000);
+      if (exchange.upstreamStatus >= 500 || exchange.upstreamStatus === 429) {
+        metrics.upstreamErrorAnswers.labels(operation, String(exchange.upstreamStatus)).inc();
+      }
+    }
+    logger.info(
+      {
+        reqId: exchange.requestId,
+        operation,
+        method,
+        path: truncate(exchange.url),
+        status,
+        durationMs: round(end - exchange.startedAt),
+        upstreamMs: upstreamMs === undefined ? undefined : round(upstreamMs),
+        upstreamStatus: exchange.upstreamStatus || undefined,
+        consumer: exchange.consumer,
+        code: rejection?.code,
+        reason: rejection?.reason,
+        ...exchange.notes,
+      },
+      "request",
+    );
+  }
+
+  return {
+    handle,
+    drain() {
+      draining = true;
+    },
+    close() {
+      upstream.close();
+    },
+  };
+}
+
+function onStreamedResponseError(this: IncomingMessage): void {
+  const exchange = (this as Carrier)[EXCHANGE];
+  if (!exchange) return;
+  // The answer is already on its way: cut the connection so the client sees it incomplete.
+  exchange.notes.upstreamFault = "reset mid-body";
+  exchange.res.destroy();
+}
+
+function ignoreClientError(): void {
+  // A client that goes away mid-request is not the gateway's fault; 'close' observes it.
+}
+
+function scrubHopByHop(headers: Record<string, unknown>): void {
+  const connection = headers.connection;
+  if (typeof connection === "string") {
+    for (const name of connection.split(",")) {
+      const trimmed = name.trim().toLowerCase();
+      // Never let Connection remove what the gateway itself relies on.
+      if (trimmed !== "" && trimmed !== "content-length" && trimmed !== "host") delete headers[trimmed];
+    }
+  }
+  for (const name of HOP_BY_HOP) delete headers[name];
+}
+
+/** Fills query; returns the name of a duplicated parameter, "" for bad encoding, undefined when fine. */
+function parseQuery(raw: string, into: Map<string, string>): string | undefined {
+  if (raw === "") return undefined;
+  for (const pair of raw.split("&")) {
+    if (pair === "") continue;
+    const equals = pair.indexOf("=");
+    let name: string;
+    let value: string;
+    try {
+      name = decodeQueryComponent(equals === -1 ? pair : pair.slice(0, equals));
+      value = equals === -1 ? "" : decodeQueryComponent(pair.slice(equals + 1));
+    } catch {
+      return "";
+    }
+    if (into.has(name)) return name;
+    into.set(name, value);
+  }
+  return undefined;
+}
+
+function decodeQueryComponent(text: string): string {
+  const spaced = text.includes("+") ? text.replaceAll("+", " ") : text;
+  return spaced.includes("%") ? decodeURIComponent(spaced) : spaced;
+}
+
+function serializeQuery(query: Map<string, string>): string {
+  let out = "";
+  for (const [name, value] of query) {
+    out += `${out === "" ? "" : "&"}${encodeURIComponent(name)}=${encodeURIComponent(value)}`;
+  }
+  return out;
+}
+
+function decode(
+  raw: Buffer,
+  encoding: string | undefined,
+  limit: number,
+): { body: Buffer | undefined; oversized: boolean; fault: string | undefined } {
+  if (encoding === undefined || encoding === "identity" || encoding === "") {
+    return { body: raw, oversized: false, fault: undefined };
+  }
+  try {
+    const options = { maxOutputLength: limit };
+    const value = encoding.toLowerCase().trim();
+    if (value === "gzip" || value === "x-gzip")
+      return { body: gunzipSync(raw, options), oversized: false, fault: undefined };
+    if (value === "deflate") return { body: inflateSync(raw, options), oversized: false, fault: undefined };
+    if (value === "br")
+      return { body: brotliDecompressSync(raw, options), oversized: false, fault: undefined };
+    return { body: undefined, oversized: false, fault: `unsupported content-encoding ${value}` };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ERR_BUFFER_TOO_LARGE") return { body: undefined, oversized: true, fault: undefined };
+    return { body: undefined, oversized: false, fault: `undecodable ${encoding} body` };
+  }
+}
+
+function normalizeAddress(address: string): string {
+  return address.startsWith("::ffff:") ? address.slice(7) : address;
+}
+
+function truncate(text: string): string {
+  return text.length > 256 ? `${text.slice(0, 256)}…` : text;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}

@@ -1,0 +1,96 @@
+// The contract between the core and a policy. A policy is a factory: validated options in, and
+// for each operation of the description either nothing (it does not apply) or a few phase
+// functions. A phase returns undefined to continue or a GatewayError to stop the chain.
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import type { GatewayError } from "./errors.ts";
+import type { Metrics } from "./metrics.ts";
+import type { ApiDescription, Operation } from "./openapi.ts";
+
+/** One request on its way through the gateway. Created by the core, read and annotated by policies. */
+export interface Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** The request target as the client sent it (req.url is rewritten for the backend). */
+  readonly url: string;
+  readonly requestId: string;
+  /** performance.now() when the request arrived. */
+  readonly startedAt: number;
+  operation: Operation | undefined;
+  pathParams: Record<string, string>;
+  /** Decoded query parameters; policies may set values, and then mark queryChanged. */
+  query: Map<string, string>;
+  queryChanged: boolean;
+  /** The authenticated caller's name (never the key). */
+  consumer: string | undefined;
+  /** The raw request body, for operations that declare one. */
+  body: Buffer | undefined;
+  /** Headers added to whatever answer the client receives. */
+  responseHeaders: Record<string, string>;
+  /** Facts for the access log line (e.g. a limit adjustment), flat and small. */
+  notes: Record<string, string | number | boolean>;
+  rejection: GatewayError | undefined;
+  upstreamStartedAt: number;
+  upstreamEndedAt: number;
+  upstreamStatus: number;
+  finished: boolean;
+}
+
+/** The backend's answer as the response phase sees it. */
+export interface UpstreamAnswer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  /** The whole decoded body when it was JSON and buffered; undefined when streamed or empty. */
+  readonly body: Buffer | undefined;
+  /** True when the body went over the buffering cap (body then holds nothing). */
+  readonly oversized: boolean;
+  /** A problem the core found reading the answer (e.g. undecodable compression). */
+  readonly fault: string | undefined;
+}
+
+export interface OperationPolicy {
+  /** Headers, path and query only: the body has not been read. */
+  onRequest?(exchange: Exchange): GatewayError | undefined;
+  /** The request body has been buffered into exchange.body. */
+  onRequestBody?(exchange: Exchange): GatewayError | undefined;
+  /** Set when onResponse needs the body: the core then buffers JSON answers up to the cap. */
+  readonly readsResponseBody?: boolean;
+  onResponse?(exchange: Exchange, answer: UpstreamAnswer): GatewayError | undefined;
+  /** Every answer for this operation, whoever produced it (policy, core or backend): add headers. */
+  onReply?(exchange: Exchange, status: number, headers: OutgoingHttpHeaders): void;
+}
+
+export type OpsHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
+
+export interface PolicyInstance {
+  forOperation(operation: Operation): OperationPolicy | undefined;
+  /** Routes on the ops port, e.g. a report. Keys are paths. */
+  readonly opsRoutes?: Readonly<Record<string, OpsHandler>>;
+  isReady?(): boolean;
+  close?(): void | Promise<void>;
+}
+
+export interface PolicyContext {
+  readonly api: ApiDescription;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** "production", "staging", or "demo" when the bundled demo backend is served. */
+  readonly environment: string;
+  /** Milliseconds since the epoch; injectable so tests never wait for a real date. */
+  now(): number;
+}
+
+export interface PolicyDefinition<Options> {
+  readonly name: string;
+  /** JSON Schema of the options, with defaults; validated with the rest of the config at start-up. */
+  readonly optionsSchema: Readonly<Record<string, unknown>>;
+  /** Environment variables that set an option: { API_KEYS_FILE: "keysFile" }. */
+  readonly environment?: Readonly<Record<string, string>>;
+  create(options: Options, context: PolicyContext): PolicyInstance;
+}
+
+export type AnyPolicyDefinition = PolicyDefinition<never>;
+
+export function definePolicy<Options>(definition: PolicyDefinition<Options>): AnyPolicyDefinition {
+  return definition as unknown as AnyPolicyDefinition;
+}

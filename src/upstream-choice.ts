@@ -1,0 +1,22 @@
+// Which backend the gateway fronts: UPSTREAM_URL, else the configured upstream of the chosen
+// environment, else (only when no environment was chosen) the bundled demo backend.
+import type { GatewayConfig } from "./config.ts";
+import { ConfigError } from "./config.ts";
+
+export type UpstreamChoice =
+  | { readonly kind: "configured"; readonly url: string; readonly environment: "production" | "staging" }
+  | { readonly kind: "demo" };
+
+export function chooseUpstream(config: GatewayConfig): UpstreamChoice {
+  const environment = config.environment;
+  if (config.upstream.url)
+    return { kind: "configured", url: config.upstream.url, environment: environment ?? "production" };
+  if (environment) {
+    const url = config.upstream.environments[environment];
+    if (url) return { kind: "configured", url, environment };
+    throw new ConfigError(
+      `ENVIRONMENT is ${environment} but no upstream is known for it: set UPSTREAM_URL or upstream.environments.${environment}`,
+    );
+  }
+  return { kind: "demo" };
+}
