@@ -35,7 +35,6 @@ export interface GatewayConfig {
     readonly requestTimeoutMs: number;
     readonly maxRequestBodyBytes: number;
     readonly maxResponseBodyBytes: number;
-    readonly maxJsonDepth: number;
     readonly maxHeaderBytes: number;
     readonly maxConnections: number;
     readonly trustedProxies: readonly string[];
@@ -90,7 +89,6 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
         requestTimeoutMs: { ...MILLISECONDS, default: 30_000 },
         maxRequestBodyBytes: { type: "integer", minimum: 1, default: 65_536 },
         maxResponseBodyBytes: { type: "integer", minimum: 1, default: 1_048_576 },
-        maxJsonDepth: { type: "integer", minimum: 1, maximum: 1000, default: 32 },
         maxHeaderBytes: { type: "integer", minimum: 1024, maximum: 1_048_576, default: 16_384 },
         maxConnections: { type: "integer", minimum: 1, default: 10_000 },
         trustedProxies: { type: "array", items: { type: "string", minLength: 1 }, default: [] },

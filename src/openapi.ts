@@ -216,11 +216,11 @@ export function compileApiDescription(document: JsonObject): ApiDescription {
   });
 }
 
-/** One line per ajv error, naming the field by its JSON pointer: "/categoryId must be integer". */
+/** The first ajv error as one line naming the field by its JSON pointer ("/categoryId must be integer"), or the subject at the root. */
 export function describeValidationError(errors: ErrorObject[] | null | undefined, subject: string): string {
   const error = errors?.[0];
   if (!error) return `${subject} is not valid`;
-  const where = error.instancePath === "" ? subject : `${subject}${error.instancePath}`;
+  const where = error.instancePath === "" ? subject : error.instancePath;
   const params = error.params as Record<string, unknown>;
   if (error.keyword === "additionalProperties")
     return `${where} must not have the property '${params.additionalProperty}'`;

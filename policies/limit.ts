@@ -1,0 +1,110 @@
+// Page-size parameters (listPets.limit) are defaulted and clamped before the backend sees them,
+// using the default, minimum and maximum the OpenAPI document gives the parameter. A value out of
+// range is clamped, never rejected; a value that is not an integer is rejected.
+import { gatewayError } from "../src/errors.ts";
+import type { ParameterSpec } from "../src/openapi.ts";
+import { parseIntegerLiteral } from "../src/parameters.ts";
+import { definePolicy } from "../src/policy.ts";
+
+export interface LimitOptions {
+  /** "operationId.parameter" of every query parameter to default and clamp. */
+  readonly parameters: readonly string[];
+}
+
+interface Bounds {
+  readonly spec: ParameterSpec;
+  readonly minimum: number | undefined;
+  readonly maximum: number | undefined;
+  readonly fallback: string | undefined;
+  readonly appliedHeader: string;
+}
+
+export default definePolicy<LimitOptions>({
+  name: "limit",
+  optionsSchema: {
+    type: "object",
+    additionalProperties: false,
+    properties: {
+      parameters: {
+        type: "array",
+        items: { type: "string", pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_-]+$" },
+        default: ["listPets.limit"],
+      },
+    },
+  },
+  create(options, { api, metrics }) {
+    const byOperation = new Map<string, Bounds[]>();
+    for (const entry of options.parameters) {
+      const [operationId, name] = entry.split(".") as [string, string];
+      const spec = api.operation(operationId)?.queryParameters.get(name);
+      if (!spec)
+        throw new Error(`policies.limit.parameters: ${entry} is not a query parameter of the description`);
+      if (spec.type !== "integer")
+        throw new Error(`policies.limit.parameters: ${entry} is not an integer parameter`);
+      const number = (key: string) =>
+        typeof spec.schema[key] === "number" ? (spec.schema[key] as number) : undefined;
+      const bounds: Bounds = {
+        spec,
+        minimum: number("minimum"),
+        maximum: number("maximum"),
+        fallback: number("default")?.toString(),
+        appliedHeader: `x-${name.toLowerCase()}-applied`,
+      };
+      byOperation.set(operationId, [...(byOperation.get(operationId) ?? []), bounds]);
+    }
+
+    return {
+      forOperation(operation) {
+        const all = byOperation.get(operation.id);
+        if (!all) return undefined;
+        const counters = new Map<string, { inc(): void }>();
+        const count = (name: string, adjustment: string) => {
+          const key = `${name}:${adjustment}`;
+          let counter = counters.get(key);
+          if (!counter) {
+            counter = metrics.limitAdjustments.labels(operation.id, name, adjustment);
+            counters.set(key, counter);
+          }
+          counter.inc();
+        };
+        return {
+          onRequest(exchange) {
+            for (const { spec, minimum, maximum, fallback, appliedHeader } of all) {
+              const given = exchange.query.get(spec.name);
+              let applied: string | undefined;
+              let adjustment: string | undefined;
+              if (given === undefined) {
+                if (fallback === undefined) continue;
+                applied = fallback;
+                adjustment = "defaulted";
+              } else {
+                const value = parseIntegerLiteral(given);
+                if (value === undefined) {
+                  return gatewayError("INVALID_PARAMETER", `${spec.name} must be an integer`);
+                }
+                if (minimum !== undefined && value < minimum) {
+                  applied = String(minimum);
+                  adjustment = "clamped_to_minimum";
+                } else if (maximum !== undefined && value > maximum) {
+                  applied = String(maximum);
+                  adjustment = "clamped_to_maximum";
+                } else applied = given === String(value) ? given : String(value);
+              }
+              if (applied !== given) {
+                exchange.query.set(spec.name, applied);
+                exchange.queryChanged = true;
+              }
+              exchange.responseHeaders[appliedHeader] = applied;
+              if (adjustment) {
+                count(spec.name, adjustment);
+                exchange.notes[`${spec.name}Adjusted`] = adjustment;
+                if (given !== undefined) exchange.notes[`${spec.name}Requested`] = given.slice(0, 32);
+              }
+            }
+            return undefined;
+          },
+        };
+      },
+    };
+  },
+});

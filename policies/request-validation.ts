@@ -1,0 +1,99 @@
+// Requests are checked against the operation in the OpenAPI document before the backend sees
+// them: path and query parameters, the body's media type, and the body against its schema.
+// Validators were compiled once when the description loaded; the body is forwarded as the
+// original bytes, never re-serialized.
+import { gatewayError } from "../src/errors.ts";
+import { parseRequestJson } from "../src/json.ts";
+import { describeValidationError } from "../src/openapi.ts";
+import { checkParameter } from "../src/parameters.ts";
+import { definePolicy } from "../src/policy.ts";
+
+export interface RequestValidationOptions {
+  /** Query parameters the document does not declare: refused (400) or passed on unchecked. */
+  readonly unknownQueryParameters: "reject" | "pass";
+  readonly maxJsonDepth: number;
+}
+
+const JSON_MEDIA_TYPE = /^application\/json\s*(?:;|$)/i;
+
+export default definePolicy<RequestValidationOptions>({
+  name: "requestValidation",
+  optionsSchema: {
+    type: "object",
+    additionalProperties: false,
+    properties: {
+      unknownQueryParameters: { enum: ["reject", "pass"], default: "reject" },
+      maxJsonDepth: { type: "integer", minimum: 1, maximum: 512, default: 32 },
+    },
+  },
+  create(options) {
+    const rejectUnknown = options.unknownQueryParameters === "reject";
+    return {
+      forOperation(operation) {
+        const declared = operation.queryParameters;
+        const required = [...declared.values()].filter((spec) => spec.required);
+        const body = operation.requestBody;
+        return {
+          onRequest(exchange) {
+            for (const spec of operation.pathParameters) {
+              const check = checkParameter(spec, exchange.pathParams[spec.name] ?? "");
+              if (!check.ok) return gatewayError("INVALID_PARAMETER", check.message);
+            }
+            for (const [name, text] of exchange.query) {
+              const spec = declared.get(name);
+              if (spec === undefined) {
+                if (rejectUnknown) {
+                  return gatewayError(
+                    "UNKNOWN_PARAMETER",
+                    `query parameter ${name.slice(0, 64)} is not part of ${operation.id}`,
+                  );
+                }
+                continue;
+              }
+              const check = checkParameter(spec, text);
+              if (!check.ok) return gatewayError("INVALID_PARAMETER", check.message);
+            }
+            for (const spec of required) {
+              if (!exchange.query.has(spec.name)) {
+                return gatewayError("INVALID_PARAMETER", `query parameter ${spec.name} is required`);
+              }
+            }
+            const headers = exchange.req.headers;
+            const hasBody =
+              headers["transfer-encoding"] !== undefined || (headers["content-length"] ?? "0") !== "0";
+            if (body === undefined) {
+              return hasBody
+                ? gatewayError("BODY_NOT_ALLOWED", `${operation.id} takes no request body`)
+                : undefined;
+            }
+            if (hasBody && !JSON_MEDIA_TYPE.test(headers["content-type"] ?? "")) {
+              return gatewayError(
+                "UNSUPPORTED_MEDIA_TYPE",
+                "the request body must be sent as Content-Type: application/json",
+              );
+            }
+            return undefined;
+          },
+          onRequestBody(exchange) {
+            if (body === undefined) return undefined;
+            const raw = exchange.body;
+            if (raw === undefined || raw.length === 0) {
+              return body.required ? gatewayError("INVALID_BODY", "the request body is required") : undefined;
+            }
+            const parsed = parseRequestJson(raw.toString("utf8"), options.maxJsonDepth);
+            if (!parsed.ok) {
+              return gatewayError(
+                parsed.message === "body is not valid JSON" ? "MALFORMED_JSON" : "INVALID_BODY",
+                parsed.message,
+              );
+            }
+            if (body.validate && !body.validate(parsed.value)) {
+              return gatewayError("INVALID_BODY", describeValidationError(body.validate.errors, "body"));
+            }
+            return undefined;
+          },
+        };
+      },
+    };
+  },
+});

@@ -1,0 +1,277 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { after, before, describe, test } from "node:test";
+import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import {
+  type BackendProcess,
+  PROJECT_ROOT,
+  request,
+  startDemoBackendProcess,
+  startGateway,
+  type TestGateway,
+  writeKeysFile,
+} from "./harness.ts";
+
+const { file: keysFile, keys } = writeKeysFile(["acme"]);
+const key = (keys[0] as { key: string }).key;
+
+describe("a gateway in front of the demo backend process", () => {
+  let backend: BackendProcess;
+  let gw: TestGateway;
+  before(async () => {
+    backend = await startDemoBackendProcess();
+    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+  });
+  after(async () => {
+    await gw.close();
+    await backend.close();
+  });
+
+  test("GET /v1/pets is served from the backend through the gateway", async () => {
+    const answer = await request(`${gw.url}/pets`, { key });
+    assert.equal(answer.status, 200);
+    const pets = answer.json<{ id: number; name: string }[]>();
+    assert.ok(pets.length > 0 && pets.length <= 20);
+    assert.equal(typeof pets[0]?.name, "string");
+    assert.match(String(answer.headers["x-request-id"]), /.+/);
+    assert.equal(answer.headers["x-content-type-options"], "nosniff");
+  });
+
+  test("an animal created through the gateway can be fetched back through it", async () => {
+    const created = await request(`${gw.url}/pets`, {
+      key,
+      method: "POST",
+      body: JSON.stringify({ name: "Biscuit", categoryId: 7, status: "pending" }),
+    });
+    assert.equal(created.status, 201);
+    const pet = created.json<{ id: number; name: string; status: string }>();
+    assert.equal(pet.name, "Biscuit");
+    const fetched = await request(`${gw.url}/pets/${pet.id}`, { key });
+    assert.equal(fetched.status, 200);
+    assert.deepEqual(fetched.json(), pet);
+    const missing = await request(`${gw.url}/pets/987654321`, { key });
+    assert.equal(missing.status, 404);
+  });
+
+  test("a path the document does not know gets 404 with an Error body", async () => {
+    for (const path of ["/v1/cats", "/v2/pets", "/", "/v1/pets/1/toys", "/v1/store/orders"]) {
+      const answer = await request(`${gw.origin}${path}`, { key });
+      assert.equal(answer.status, 404, path);
+      assert.deepEqual(answer.json(), {
+        code: "NOT_FOUND",
+        message: "No operation of the interface has this path",
+        status: 404,
+      });
+      assert.ok(gw.gateway.api.validateError(answer.json()));
+    }
+  });
+
+  test("a known path with another method gets 405 and an Allow header", async () => {
+    const answer = await request(`${gw.url}/pets`, { key, method: "DELETE" });
+    assert.equal(answer.status, 405);
+    assert.equal(answer.headers.allow, "GET, HEAD, POST");
+    assert.equal(answer.json<{ code: string }>().code, "METHOD_NOT_ALLOWED");
+    const item = await request(`${gw.url}/pets/1`, { key, method: "PUT", body: "{}" });
+    assert.equal(item.status, 405);
+    assert.equal(item.headers.allow, "GET, HEAD");
+  });
+
+  test("HEAD follows GET and carries no body", async () => {
+    const answer = await request(`${gw.url}/pets`, { key, method: "HEAD" });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body, "");
+  });
+});
+
+describe("a gateway in front of a backend that misbehaves", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  before(async () => {
+    backend = await startProgrammableBackend();
+    gw = await startGateway({
+      upstreamUrl: backend.url,
+      config: { upstream: { timeoutMs: 400, connectTimeoutMs: 400 }, policies: { auth: { keysFile } } },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await backend.close();
+  });
+
+  const stillServes = async () => {
+    backend.behave(() => ({
+      kind: "respond",
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: "[]",
+    }));
+    const answer = await request(`${gw.url}/pets`, { key });
+    assert.equal(answer.status, 200, "the gateway keeps serving after the fault");
+  };
+
+  test("a POST body reaches the backend byte for byte, int64 beyond 2^53 included", async () => {
+    const body = '{"name":"Rex","categoryId":1234567890123456789}';
+    backend.behave(() => ({
+      kind: "respond",
+      status: 201,
+      headers: { "content-type": "application/json" },
+      body: '{"id":9007199254740993,"name":"Rex","categoryId":1234567890123456789}',
+    }));
+    const before = backend.requests.length;
+    const answer = await request(`${gw.url}/pets`, { key, method: "POST", body });
+    assert.equal(answer.status, 201);
+    assert.equal(answer.body, '{"id":9007199254740993,"name":"Rex","categoryId":1234567890123456789}');
+    const seen = backend.requests[before];
+    assert.equal(seen?.body.toString("utf8"), body);
+    assert.equal(seen?.url, "/v1/pets");
+  });
+
+  test("the backend's base path replaces /v1 and the limit is defaulted on the way", async () => {
+    backend.behave(() => ({
+      kind: "respond",
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: "[]",
+    }));
+    const answer = await request(`${gw.url}/pets?status=sold`, { key });
+    assert.equal(answer.status, 200);
+    assert.equal(backend.requests.at(-1)?.url, "/v1/pets?status=sold&limit=20");
+
+    const elsewhere = await startGateway({
+      upstreamUrl: backend.url.replace(/\/v1$/, "/api/petstore/"),
+      config: { policies: { auth: { keysFile } } },
+    });
+    try {
+      assert.equal((await request(`${elsewhere.url}/pets/42`, { key })).status, 200);
+      assert.equal(backend.requests.at(-1)?.url, "/api/petstore/pets/42");
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
+  test("a reset before the answer gets 502 and the gateway keeps serving", async () => {
+    backend.behave(() => ({ kind: "reset-before-headers" }));
+    const answer = await request(`${gw.url}/pets/1`, { key });
+    assert.equal(answer.status, 502);
+    assert.equal(answer.json<{ code: string }>().code, "UPSTREAM_UNAVAILABLE");
+    assert.ok(gw.gateway.api.validateError(answer.json()));
+    await stillServes();
+  });
+
+  test("a backend that hangs gets 504 within the deadline", async () => {
+    backend.behave(() => ({ kind: "hang" }));
+    const started = performance.now();
+    const answer = await request(`${gw.url}/pets`, { key });
+    const elapsed = performance.now() - started;
+    assert.equal(answer.status, 504);
+    assert.equal(answer.json<{ code: string }>().code, "UPSTREAM_TIMEOUT");
+    assert.ok(elapsed >= 350 && elapsed < 2000, `answered after ${elapsed} ms`);
+    await stillServes();
+  });
+
+  test("a reset in the middle of the body never reaches the client as a complete 200", async () => {
+    backend.behave(() => ({
+      kind: "reset-mid-body",
+      status: 200,
+      bodyPrefix: '[{"id":1,"na',
+      declaredLength: 500,
+    }));
+    const outcome = await request(`${gw.url}/pets`, { key }).then(
+      (answer) => answer,
+      (error: Error) => error,
+    );
+    if (outcome instanceof Error) assert.match(outcome.message, /aborted|socket hang up|ECONNRESET/);
+    else {
+      assert.equal(outcome.status, 502);
+      assert.equal(outcome.json<{ code: string }>().code, "UPSTREAM_UNAVAILABLE");
+    }
+    await stillServes();
+  });
+});
+
+describe("a gateway whose backend is down", () => {
+  test("a refused connection gets 502 and the gateway keeps answering", async () => {
+    const backend = await startProgrammableBackend();
+    const url = backend.url;
+    await backend.close();
+    const gw = await startGateway({ upstreamUrl: url, config: { policies: { auth: { keysFile } } } });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const answer = await request(`${gw.url}/pets`, { key });
+        assert.equal(answer.status, 502);
+        assert.equal(answer.json<{ code: string }>().code, "UPSTREAM_UNAVAILABLE");
+      }
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
+describe("the gateway program (npm start)", () => {
+  const run = (env: Record<string, string>) => {
+    const child = spawn(process.execPath, ["src/main.ts"], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", LOG_LEVEL: "warn", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    return { child, stderr: () => stderr };
+  };
+
+  test("with no upstream it serves the demo backend and prints how to call it with a generated key", async () => {
+    const { child } = run({});
+    try {
+      const lines = createInterface({ input: child.stderr });
+      const [line] = (await once(lines, "line")) as [string];
+      const match = /curl -s -H 'Authorization: Bearer (\S+)' (http:\/\/localhost:\d+\/v1\/pets)/.exec(line);
+      assert.ok(match, line);
+      const answer = await request(match[2] as string, { key: match[1] as string });
+      assert.equal(answer.status, 200);
+      assert.ok(answer.json<unknown[]>().length > 0);
+      const refused = await request(match[2] as string, { key: "not-the-key" });
+      assert.equal(refused.status, 401);
+    } finally {
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    }
+  });
+
+  test("a bad config file stops start-up with one line naming the bad field", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
+    const file = join(dir, "gateway.json");
+    writeFileSync(file, JSON.stringify({ upstream: { timeoutMs: "soon" } }));
+    const { child, stderr } = run({ GATEWAY_CONFIG: file });
+    const [code] = await once(child, "exit");
+    assert.equal(code, 1);
+    const lines = stderr().trim().split("\n");
+    assert.equal(lines.length, 1, stderr());
+    assert.match(lines[0] as string, /\/upstream\/timeoutMs must be integer/);
+
+    writeFileSync(file, JSON.stringify({ upstrem: {} }));
+    const second = run({ GATEWAY_CONFIG: file });
+    assert.equal((await once(second.child, "exit"))[0], 1);
+    assert.match(second.stderr(), /\/upstrem is not a known setting/);
+  });
+
+  test("an explicit ENVIRONMENT with no upstream for it refuses to start instead of serving the demo", async () => {
+    const { child, stderr } = run({ ENVIRONMENT: "staging" });
+    const [code] = await once(child, "exit");
+    assert.equal(code, 1);
+    assert.match(stderr(), /ENVIRONMENT is staging but no upstream is known/);
+  });
+
+  test("outside the demo, start-up without a key file is refused", async () => {
+    const { child, stderr } = run({ UPSTREAM_URL: "http://127.0.0.1:9/v1" });
+    const [code] = await once(child, "exit");
+    assert.equal(code, 1);
+    assert.match(stderr(), /API_KEYS_FILE/);
+  });
+});

@@ -1,0 +1,260 @@
+// What every end-to-end test needs: a real demo backend process, a real gateway listening on
+// port 0, an HTTP client that shows exactly what came back, the gateway's pino lines as JSON,
+// and /metrics parsed as Prometheus text.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { Writable } from "node:stream";
+import pino from "pino";
+import policies from "../policies/index.ts";
+import { type GatewayConfig, validateConfig } from "../src/config.ts";
+import { buildGateway, type Gateway } from "../src/gateway.ts";
+import type { AnyPolicyDefinition } from "../src/policy.ts";
+
+export const PROJECT_ROOT = resolve(import.meta.dirname, "..");
+
+export interface BackendProcess {
+  readonly url: string;
+  readonly child: ChildProcess;
+  close(): Promise<void>;
+}
+
+/** The bundled demo backend as its own process, on a port the OS chose. */
+export async function startDemoBackendProcess(args: readonly string[] = []): Promise<BackendProcess> {
+  const child = spawn(process.execPath, ["src/demo-backend-cli.ts", "--port", "0", ...args], {
+    cwd: PROJECT_ROOT,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  const [line] = (await Promise.race([
+    once(lines, "line"),
+    once(child, "exit").then(([code]) => {
+      throw new Error(`demo backend exited with ${code}`);
+    }),
+  ])) as [string];
+  const { url } = JSON.parse(line) as { url: string };
+  return {
+    url,
+    child,
+    async close() {
+      if (child.exitCode !== null) return;
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    },
+  };
+}
+
+export interface ApiKey {
+  readonly consumer: string;
+  readonly key: string;
+}
+
+/** Writes a key file holding digests only; returns its path and the clear keys for the test to use. */
+export function writeKeysFile(
+  consumers: readonly string[],
+  directory?: string,
+): { file: string; keys: ApiKey[] } {
+  const dir = directory ?? mkdtempSync(join(tmpdir(), "gw-keys-"));
+  const keys = consumers.map((consumer) => ({
+    consumer,
+    key: `test_${randomBytes(24).toString("base64url")}`,
+  }));
+  const file = join(dir, "api-keys.json");
+  writeKeysFileAt(file, keys);
+  return { file, keys };
+}
+
+export function writeKeysFileAt(file: string, keys: readonly ApiKey[]): void {
+  const entries = keys.map(({ consumer, key }) => ({ consumer, sha256: sha256(key) }));
+  writeFileSync(file, `${JSON.stringify({ keys: entries })}\n`);
+}
+
+export function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** The gateway's pino lines, parsed, as they were written. */
+export class LogCapture extends Writable {
+  readonly lines: Record<string, unknown>[] = [];
+  readonly raw: string[] = [];
+  #partial = "";
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+    const text = this.#partial + chunk.toString("utf8");
+    const parts = text.split("\n");
+    this.#partial = parts.pop() ?? "";
+    for (const part of parts) {
+      if (part === "") continue;
+      this.raw.push(part);
+      this.lines.push(JSON.parse(part) as Record<string, unknown>);
+    }
+    done();
+  }
+  /** Lines with the given msg. */
+  messages(msg: string): Record<string, unknown>[] {
+    return this.lines.filter((line) => line.msg === msg);
+  }
+}
+
+export interface TestGateway {
+  readonly url: string; // e.g. http://127.0.0.1:PORT/v1
+  readonly origin: string; // http://127.0.0.1:PORT
+  readonly opsUrl: string; // http://127.0.0.1:OPSPORT
+  readonly gateway: Gateway;
+  readonly config: GatewayConfig;
+  readonly logs: LogCapture;
+  close(): Promise<void>;
+}
+
+export interface StartGatewayOptions {
+  readonly upstreamUrl: string;
+  /** Partial config, validated like a config file. */
+  readonly config?: Record<string, unknown>;
+  readonly policies?: readonly AnyPolicyDefinition[];
+  readonly environment?: string;
+  readonly now?: () => number;
+}
+
+export async function startGateway(options: StartGatewayOptions): Promise<TestGateway> {
+  const config = validateConfig({ port: 0, opsPort: 0, ...options.config }, options.policies ?? policies);
+  const logs = new LogCapture();
+  const logger = pino(
+    {
+      level: config.log.level,
+      redact: {
+        paths: ["authorization", "headers.authorization", "req.headers.authorization"],
+        censor: "[redacted]",
+      },
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    logs,
+  );
+  const built = buildGateway({
+    config,
+    policies: options.policies ?? policies,
+    upstreamUrl: options.upstreamUrl,
+    environment: options.environment ?? "production",
+    logger,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  built.server.listen(0, "127.0.0.1");
+  built.opsServer.listen(0, "127.0.0.1");
+  await Promise.all([once(built.server, "listening"), once(built.opsServer, "listening")]);
+  const port = (built.server.address() as AddressInfo).port;
+  const opsPort = (built.opsServer.address() as AddressInfo).port;
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    url: `${origin}${built.gateway.api.basePath}`,
+    origin,
+    opsUrl: `http://127.0.0.1:${opsPort}`,
+    gateway: built.gateway,
+    config,
+    logs,
+    async close() {
+      built.server.closeAllConnections();
+      built.opsServer.closeAllConnections();
+      await Promise.all([
+        new Promise((done) => built.server.close(done)),
+        new Promise((done) => built.opsServer.close(done)),
+      ]);
+      await built.gateway.close();
+    },
+  };
+}
+
+export interface Answer {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: string;
+  json<T = unknown>(): T;
+}
+
+export interface RequestOptions {
+  readonly method?: string;
+  readonly headers?: Record<string, string>;
+  readonly body?: string | Buffer;
+  /** A bearer key: sets Authorization: Bearer <key>. */
+  readonly key?: string;
+}
+
+/** One HTTP/1.1 request on its own connection; the body is returned whole, as text. */
+export function request(url: string, options: RequestOptions = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
+  if (options.body !== undefined && headers["content-type"] === undefined)
+    headers["content-type"] = "application/json";
+  return new Promise((resolveAnswer, rejectAnswer) => {
+    const req = http.request(url, { method: options.method ?? "GET", headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("error", rejectAnswer);
+      res.on("end", () => {
+        const body = Buffer.concat(chunks).toString("utf8");
+        resolveAnswer({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body,
+          json: <T>() => JSON.parse(body) as T,
+        });
+      });
+    });
+    req.on("error", rejectAnswer);
+    req.end(options.body);
+  });
+}
+
+export interface Sample {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly value: number;
+}
+
+/** Parses the Prometheus text exposition format (what prom-client writes) into samples. */
+export function parsePrometheus(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$/.exec(line);
+    if (!match) throw new Error(`not Prometheus text: ${line}`);
+    const labels: Record<string, string> = {};
+    const labelText = match[2] ?? "";
+    for (const label of labelText.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+      labels[label[1] as string] = (label[2] as string).replace(/\\(.)/g, (_, c: string) =>
+        c === "n" ? "\n" : c,
+      );
+    }
+    const raw = match[3] as string;
+    samples.push({
+      name: match[1] as string,
+      labels,
+      value:
+        raw === "+Inf" ? Number.POSITIVE_INFINITY : raw === "-Inf" ? Number.NEGATIVE_INFINITY : Number(raw),
+    });
+  }
+  return samples;
+}
+
+/** Scrapes /metrics of a test gateway. */
+export async function scrape(gateway: TestGateway): Promise<Sample[]> {
+  const answer = await request(`${gateway.opsUrl}/metrics`);
+  if (answer.status !== 200) throw new Error(`/metrics answered ${answer.status}`);
+  return parsePrometheus(answer.body);
+}
+
+/** The value of the one sample with this name and these labels (0 when absent). */
+export function sampleValue(
+  samples: readonly Sample[],
+  name: string,
+  labels: Record<string, string> = {},
+): number {
+  const found = samples.filter(
+    (sample) =>
+      sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value),
+  );
+  return found.reduce((sum, sample) => sum + sample.value, 0);
+}
