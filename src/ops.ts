@@ -1,7 +1,9 @@
 // The ops port: what operators scrape and probe. Never served on the public port.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Metrics } from "./metrics.ts";
-import type { OpsHandler, PolicyInstance } from "./policy.ts";
+import type { OpsReport, PolicyInstance } from "./policy.ts";
+
+type OpsHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 
 export interface OpsOptions {
   readonly metrics: Metrics;
@@ -12,7 +14,9 @@ export interface OpsOptions {
 export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const routes = new Map<string, OpsHandler>();
   for (const policy of options.policies) {
-    for (const [path, handler] of Object.entries(policy.opsRoutes ?? {})) routes.set(path, handler);
+    for (const [path, report] of Object.entries(policy.opsReports ?? {})) {
+      routes.set(path, (_req, res, url) => serveReport(report, url, res));
+    }
   }
   routes.set("/healthz", (_req, res) => sendJson(res, 200, { status: "ok" }));
   routes.set("/readyz", (_req, res) => {
@@ -54,4 +58,8 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
   const body = JSON.stringify(value);
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
   res.end(body);
+}
+
+function serveReport(report: OpsReport, url: URL, res: ServerResponse): void {
+  report.render(report.merge([report.collect()]), url, res);
 }

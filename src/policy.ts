@@ -60,12 +60,23 @@ export interface OperationPolicy {
   onReply?(exchange: Exchange, status: number, headers: OutgoingHttpHeaders): void;
 }
 
-export type OpsHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
+/**
+ * A report a policy serves on the ops port. Built from data so that with several worker
+ * processes the primary can collect every worker's part and merge them, like /metrics.
+ */
+export interface OpsReport<Part = unknown> {
+  /** This process's part, JSON-serializable (it may cross process boundaries). */
+  collect(): Part;
+  /** Parts of every process (or just this one) into one. */
+  merge(parts: readonly Part[]): Part;
+  /** Writes the merged report; the URL carries options such as ?format=csv. */
+  render(report: Part, url: URL, res: ServerResponse): void;
+}
 
 export interface PolicyInstance {
   forOperation(operation: Operation): OperationPolicy | undefined;
-  /** Routes on the ops port, e.g. a report. Keys are paths. */
-  readonly opsRoutes?: Readonly<Record<string, OpsHandler>>;
+  /** Reports on the ops port, by path (e.g. "/deprecations"). */
+  readonly opsReports?: Readonly<Record<string, OpsReport>>;
   isReady?(): boolean;
   close?(): void | Promise<void>;
 }
