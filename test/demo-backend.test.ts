@@ -13,7 +13,7 @@ async function startCli(): Promise<{ child: ChildProcess; url: string }> {
     cwd: new URL("..", import.meta.url),
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const lines = createInterface({ input: child.stdout! });
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const exited = once(child, "exit").then(([code]) => {
     throw new Error(`demo backend exited early with code ${code}`);
   });
