@@ -1,0 +1,73 @@
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { PROJECT_ROOT } from "./harness.ts";
+
+async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
+  const child = spawn(process.execPath, ["src/main.ts"], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const [code] = (await once(child, "exit")) as [number];
+  return { code, stderr };
+}
+
+test("an environment variable with a bad value is named in the one-line start-up error", async () => {
+  const { code, stderr } = await startUp({ PORT: "eighty" });
+  assert.equal(code, 1);
+  assert.equal(stderr.trim().split("\n").length, 1);
+  assert.match(stderr, /PORT \(\/port\) must be integer/);
+  const level = await startUp({ LOG_LEVEL: "loud" });
+  assert.match(level.stderr, /LOG_LEVEL \(\/log\/level\) must be one of fatal, error/);
+});
+
+test("an OpenAPI description that does not compile stops start-up with a message naming the problem", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-openapi-"));
+  const broken = join(dir, "openapi.json");
+  writeFileSync(
+    broken,
+    JSON.stringify({
+      openapi: "3.1.0",
+      info: { title: "x", version: "1" },
+      paths: { "/pets": { get: { operationId: "listPets", responses: { 200: { description: "ok" } } } } },
+      components: { schemas: { Error: { type: "object", properties: { code: { type: "strang" } } } } },
+    }),
+  );
+  const { code, stderr } = await startUp({ OPENAPI_FILE: broken });
+  assert.equal(code, 1);
+  assert.match(stderr, /OpenAPI description .*openapi\.json: .*components\.schemas\.Error|schema is invalid/);
+  const missing = await startUp({ OPENAPI_FILE: join(dir, "nope.json") });
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /cannot read the OpenAPI description/);
+});
+
+test("npm start and npm test stop at once on a Node older than 22 and say how to get a newer one", (t) => {
+  let old: string | undefined;
+  for (const candidate of ["/usr/bin/node", "/usr/local/bin/node"]) {
+    try {
+      const version = execFileSync(candidate, ["--version"], { encoding: "utf8" }).trim();
+      if (Number(version.slice(1).split(".")[0]) < 22) old = candidate;
+    } catch {
+      // not installed here
+    }
+  }
+  if (old === undefined) return t.skip("no Node older than 22 on this machine");
+  let failure: { status: number; stderr: string } | undefined;
+  try {
+    execFileSync(old, ["scripts/require-node.cjs"], { cwd: PROJECT_ROOT, encoding: "utf8", stdio: "pipe" });
+  } catch (error) {
+    failure = error as { status: number; stderr: string };
+  }
+  assert.equal(failure?.status, 1);
+  assert.match(failure?.stderr ?? "", /needs Node 22\.18 or newer/);
+  assert.match(failure?.stderr ?? "", /npm install -g --prefix "\$HOME\/\.local\/node24" node@24/);
+});
