@@ -1,0 +1,768 @@
+// The backend's answers are held to the interface: the status must be one the document declares
+// for the operation, a JSON answer must match its schema, and the interface's own rules (written
+// in the document as x-gateway-response-rules) must hold. Per operation the config chooses to
+// enforce (the client gets 502 instead), report (the answer passes; the violation is logged,
+// counted and listed on the ops port) or off (not even buffered).
+//
+// Cheap on the hot path: validators were compiled when the description loaded, the status lookup
+// is an array index, the body is parsed once with plain JSON.parse, and the slow exact-integer
+// parse runs only when a compared number is beyond 2^53. Everything that describes a violation
+// (pointers, excerpts, log lines) is built only once a violation is found.
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { ErrorObject, ValidateFunction } from "ajv";
+import { Ajv } from "ajv";
+import { LRUCache } from "lru-cache";
+import { type GatewayError, gatewayError } from "../src/errors.ts";
+import { mayHoldUnsafeIntegers, parseWithExactIntegers } from "../src/json.ts";
+import { describeValidationError, type Operation } from "../src/openapi.ts";
+import { sendJson } from "../src/ops.ts";
+import { definePolicy, type Exchange, type OpsReport, type UpstreamAnswer } from "../src/policy.ts";
+
+export type ContractMode = "enforce" | "report" | "off";
+
+export interface ResponseContractOptions {
+  /** The mode of every operation not named in `operations`. */
+  readonly mode: ContractMode;
+  /** Per-operationId overrides of the mode. */
+  readonly operations: Readonly<Record<string, ContractMode>>;
+  /** Distinct violations kept per operation for the drift report (least recently seen dropped first). */
+  readonly recentPerOperation: number;
+}
+
+/** One broken promise of an answer, described once it is found. */
+interface Violation {
+  /** Bounded: status, media-type, size, encoding, json, schema:<keyword>, or a document rule name. */
+  readonly rule: string;
+  /** JSON pointer of the offending field in the answer's body ("" for the whole answer). */
+  readonly pointer: string;
+  readonly message: string;
+  /** A short, redacted rendering of the offending value. */
+  readonly excerpt: string;
+}
+
+interface DriftExample {
+  readonly requestId: string;
+  readonly at: string;
+  readonly upstreamStatus: number;
+  readonly pointer: string;
+  readonly message: string;
+  readonly excerpt: string;
+  readonly mode: "enforce" | "report";
+  readonly action: "rejected" | "passed";
+}
+
+/** One kind of drift: a rule broken at one place (array indices folded into *). */
+interface Drift {
+  readonly rule: string;
+  readonly where: string;
+  count: number;
+  firstSeen: string;
+  lastSeen: string;
+  last: DriftExample;
+}
+
+interface OperationDrift {
+  readonly mode: ContractMode;
+  violations: number;
+  byRule: Record<string, number>;
+  /** Most recently seen first. */
+  recent: Drift[];
+}
+
+export interface ContractReport {
+  readonly operations: Record<string, OperationDrift>;
+}
+
+// The interface's rules beyond its schemas, as the document states them.
+type Rule =
+  /** An array answer holds at most as many items as the (defaulted, clamped) parameter says. */
+  | { readonly rule: "page-size"; readonly parameter: string; readonly fallback: number | undefined }
+  /** When the parameter is given, every item's field equals it. */
+  | { readonly rule: "filter"; readonly parameter: string; readonly field: string; readonly token: string }
+  /** The answer's field equals the parameter (getPet: id = petId), exactly, int64 included. */
+  | { readonly rule: "identity"; readonly parameter: string; readonly field: string; readonly token: string }
+  /** Every listed field the request body sent comes back equal. */
+  | { readonly rule: "echo"; readonly fields: readonly { readonly name: string; readonly token: string }[] };
+
+interface StatusPlan {
+  /** The JSON schema of the declared answer; undefined when the status declares no JSON body. */
+  readonly validate: ValidateFunction | undefined;
+  readonly rules: readonly Rule[];
+}
+
+interface OperationPlan {
+  readonly operation: Operation;
+  readonly mode: "enforce" | "report";
+  /** Indexed by status code (100-599): the declared answer, or undefined when not declared. */
+  readonly statuses: readonly (StatusPlan | undefined)[];
+}
+
+const MODES = ["enforce", "report", "off"] as const;
+const RULES_EXTENSION = "x-gateway-response-rules";
+const RULES_SCHEMA = {
+  type: "array",
+  items: {
+    type: "object",
+    required: ["rule", "status"],
+    additionalProperties: false,
+    properties: {
+      rule: { enum: ["page-size", "filter", "identity", "echo"] },
+      status: { type: "string", pattern: "^[1-5][0-9][0-9]$" },
+      parameter: { type: "string", minLength: 1 },
+      field: { type: "string", minLength: 1 },
+      fields: { type: "array", minItems: 1, items: { type: "string", minLength: 1 } },
+    },
+  },
+};
+
+const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
+const EXCERPT_CHARS = 80;
+const STRING_CHARS = 40;
+const REDACTED = "[redacted]";
+// Values under such names, the request's own credential, and long token-shaped strings never
+// reach a log line or the drift report, whatever the backend put in its answer.
+const SENSITIVE_NAME = /key|token|secret|passw|authori[sz]ation|credential|cookie|session/i;
+const TOKEN_LIKE = /[A-Za-z0-9_+/=-]{24,}/g;
+const TOKEN_CHAR = /[A-Za-z0-9_+/=-]/;
+const LETTER = /[A-Za-z]/;
+const DIGIT = /[0-9]/;
+const ARRAY_INDEX = /\/[0-9]+(?=\/|$)/g;
+const JSON_ERROR_POSITION = /position ([0-9]+)/;
+const BEARER_PREFIX = /^bearer\s+/i;
+
+export default definePolicy<ResponseContractOptions>({
+  name: "responseContract",
+  environment: { CONTRACT_MODE: "mode" },
+  optionsSchema: {
+    type: "object",
+    additionalProperties: false,
+    properties: {
+      // report, not enforce: a gateway put in front of a running backend must not start failing
+      // answers clients accept today. Watch /contract/violations, then switch to enforce.
+      mode: { enum: MODES, default: "report" },
+      operations: {
+        type: "object",
+        propertyNames: { pattern: "^[A-Za-z0-9_.-]+$" },
+        additionalProperties: { enum: MODES },
+        default: {},
+      },
+      recentPerOperation: { type: "integer", minimum: 1, maximum: 1000, default: 20 },
+    },
+  },
+  create(options, { api, logger, metrics, now }) {
+    for (const id of Object.keys(options.operations)) {
+      if (api.operation(id) === undefined) {
+        throw new Error(
+          `policies.responseContract.operations.${id}: ${id} is not an operationId of the description`,
+        );
+      }
+    }
+    const validateRules = new Ajv({ strict: true, allErrors: false }).compile(RULES_SCHEMA);
+    const modeOf = (operation: Operation): ContractMode => options.operations[operation.id] ?? options.mode;
+
+    // The drift per operation: totals by rule (bounded by the rule set) and the most recently
+    // seen distinct violations (bounded by the LRU).
+    const drift = new Map<
+      string,
+      { mode: ContractMode; violations: number; byRule: Map<string, number>; recent: LRUCache<string, Drift> }
+    >();
+    for (const operation of api.operations) {
+      drift.set(operation.id, {
+        mode: modeOf(operation),
+        violations: 0,
+        byRule: new Map(),
+        recent: new LRUCache({ max: options.recentPerOperation }),
+      });
+    }
+
+    const record = (plan: OperationPlan, exchange: Exchange, status: number, found: readonly Violation[]) => {
+      const operation = plan.operation.id;
+      const action = plan.mode === "enforce" ? "rejected" : "passed";
+      const at = new Date(now()).toISOString();
+      const entry = drift.get(operation);
+      for (const violation of found) {
+        metrics.contractViolations.labels(operation, violation.rule, plan.mode).inc();
+        logger.warn(
+          {
+            reqId: exchange.requestId,
+            operation,
+            upstreamStatus: status,
+            rule: violation.rule,
+            pointer: violation.pointer,
+            message: violation.message,
+            excerpt: violation.excerpt,
+            mode: plan.mode,
+            action,
+          },
+          "contract violation",
+        );
+        if (!entry) continue;
+        entry.violations++;
+        entry.byRule.set(violation.rule, (entry.byRule.get(violation.rule) ?? 0) + 1);
+        const where = violation.pointer.replace(ARRAY_INDEX, "/*");
+        const key = `${violation.rule} ${where}`;
+        const last: DriftExample = {
+          requestId: exchange.requestId,
+          at,
+          upstreamStatus: status,
+          pointer: violation.pointer,
+          message: violation.message,
+          excerpt: violation.excerpt,
+          mode: plan.mode,
+          action,
+        };
+        const known = entry.recent.get(key);
+        if (known) {
+          known.count++;
+          known.lastSeen = at;
+          known.last = last;
+        } else
+          entry.recent.set(key, { rule: violation.rule, where, count: 1, firstSeen: at, lastSeen: at, last });
+      }
+      const first = found[0] as Violation;
+      exchange.notes.contractViolation = first.rule;
+      if (found.length > 1) exchange.notes.contractViolations = found.length;
+    };
+
+    const report: OpsReport<ContractReport> = {
+      collect() {
+        const operations: Record<string, OperationDrift> = {};
+        for (const [id, entry] of drift) {
+          operations[id] = {
+            mode: entry.mode,
+            violations: entry.violations,
+            byRule: Object.fromEntries(entry.byRule),
+            recent: [...entry.recent.values()].map((d) => ({ ...d })),
+          };
+        }
+        return { operations };
+      },
+      merge(parts) {
+        return mergeReports(parts, options.recentPerOperation);
+      },
+      render(merged, url, res) {
+        renderReport(merged, url, res);
+      },
+    };
+
+    return {
+      opsReports: { "/contract/violations": report as OpsReport },
+      forOperation(operation) {
+        const mode = modeOf(operation);
+        if (mode === "off") return undefined;
+        const plan: OperationPlan = {
+          operation,
+          mode,
+          statuses: planStatuses(operation, compileRules(operation, validateRules)),
+        };
+        const enforce = mode === "enforce";
+        return {
+          readsResponseBody: true,
+          onResponse(exchange, answer) {
+            const found = judge(plan, exchange, answer);
+            if (found === undefined) return undefined;
+            record(plan, exchange, answer.status, found);
+            return enforce ? contractError(found[0] as Violation) : undefined;
+          },
+        };
+      },
+    };
+  },
+});
+
+/** The violations of one answer, or undefined when it keeps the contract. */
+function judge(plan: OperationPlan, exchange: Exchange, answer: UpstreamAnswer): Violation[] | undefined {
+  const { status } = answer;
+  // The backend failing or shedding load is an upstream fault, not drift: it passes through with
+  // its Retry-After, and the core counts it (gateway_upstream_error_responses_total).
+  if (status >= 500 || status === 429) return undefined;
+  const declared = plan.statuses[status];
+  if (declared === undefined) {
+    // A 304 answers the client's own conditional request: HTTP caching, not the interface.
+    if (status === 304 && isConditional(exchange.req.headers)) return undefined;
+    return [
+      {
+        rule: "status",
+        pointer: "",
+        message: `status ${status} is not declared for ${plan.operation.id}`,
+        excerpt: `status ${status}`,
+      },
+    ];
+  }
+  const { validate } = declared;
+  if (validate === undefined) return undefined;
+  const contentType = answer.headers["content-type"];
+  if (contentType === undefined || !JSON_MEDIA_TYPE.test(contentType)) {
+    return [
+      {
+        rule: "media-type",
+        pointer: "",
+        message: `the answer is ${contentType === undefined ? "without Content-Type" : "not JSON"}, the document declares application/json`,
+        excerpt: redactText(String(contentType ?? "none"), exchange).slice(0, STRING_CHARS),
+      },
+    ];
+  }
+  if (answer.oversized) {
+    const length = answer.headers["content-length"];
+    return [
+      {
+        rule: "size",
+        pointer: "",
+        message: "the answer is over server.maxResponseBodyBytes and could not be checked",
+        excerpt: length === undefined ? "unknown length" : `content-length ${length}`,
+      },
+    ];
+  }
+  if (answer.fault !== undefined) {
+    return [
+      {
+        rule: "encoding",
+        pointer: "",
+        message: answer.fault,
+        excerpt: String(answer.headers["content-encoding"] ?? "none"),
+      },
+    ];
+  }
+  // No body to look at: HEAD, or a status without one.
+  if (answer.body === undefined) return undefined;
+  const text = answer.body.toString("utf8");
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return [
+      {
+        rule: "json",
+        pointer: "",
+        message: "the answer is not valid JSON",
+        excerpt: jsonErrorExcerpt(text, (error as Error).message, exchange),
+      },
+    ];
+  }
+  if (!validate(value)) return [schemaViolation(validate.errors, value, exchange)];
+  let found: Violation[] | undefined;
+  for (const rule of declared.rules) {
+    const violation = checkRule(rule, exchange, value, text);
+    if (violation === undefined) continue;
+    if (found === undefined) found = [];
+    found.push(violation);
+  }
+  return found;
+}
+
+function checkRule(rule: Rule, exchange: Exchange, value: unknown, text: string): Violation | undefined {
+  switch (rule.rule) {
+    case "page-size": {
+      if (!Array.isArray(value)) return undefined;
+      const given = parameterText(exchange, rule.parameter);
+      const limit = given === undefined ? rule.fallback : Number(given);
+      if (limit === undefined || !(value.length > limit)) return undefined;
+      return {
+        rule: rule.rule,
+        pointer: `/${limit}`,
+        message: `the page holds ${value.length} items, more than ${rule.parameter}=${limit}`,
+        excerpt: `${value.length} items`,
+      };
+    }
+    case "filter": {
+      const wanted = parameterText(exchange, rule.parameter);
+      if (wanted === undefined || !Array.isArray(value)) return undefined;
+      for (let index = 0; index < value.length; index++) {
+        const item: unknown = value[index];
+        const field = isObject(item) ? item[rule.field] : undefined;
+        if (equalsText(field, wanted, text, index, rule.field)) continue;
+        const shown = excerpt(exactField(text, index, rule.field, field), rule.field, exchange);
+        return {
+          rule: rule.rule,
+          pointer: `/${index}/${rule.token}`,
+          message: `item ${index} has ${rule.field} ${shown}, the filter asked for ${rule.parameter}=${excerpt(wanted, rule.parameter, exchange)}`,
+          excerpt: shown,
+        };
+      }
+      return undefined;
+    }
+    case "identity": {
+      const wanted = parameterText(exchange, rule.parameter);
+      if (wanted === undefined || !isObject(value)) return undefined;
+      const field = value[rule.field];
+      if (equalsText(field, wanted, text, undefined, rule.field)) return undefined;
+      const shown = excerpt(exactField(text, undefined, rule.field, field), rule.field, exchange);
+      return {
+        rule: rule.rule,
+        pointer: `/${rule.token}`,
+        message: `the answer's ${rule.field} is ${shown}, the request asked for ${rule.parameter}=${excerpt(wanted, rule.parameter, exchange)}`,
+        excerpt: shown,
+      };
+    }
+    case "echo": {
+      if (exchange.body === undefined || !isObject(value)) return undefined;
+      const requestText = exchange.body.toString("utf8");
+      let sent: unknown;
+      try {
+        sent = JSON.parse(requestText);
+      } catch {
+        return undefined; // request validation refuses such bodies; nothing to compare with
+      }
+      if (!isObject(sent)) return undefined;
+      for (const { name, token } of rule.fields) {
+        const asked = sent[name];
+        if (asked === undefined) continue;
+        const got = value[name];
+        const same =
+          scalarEquals(got, asked) ??
+          exactEquals(
+            exactField(text, undefined, name, got),
+            exactField(requestText, undefined, name, asked),
+          );
+        if (same) continue;
+        const answered = excerpt(exactField(text, undefined, name, got), name, exchange);
+        return {
+          rule: rule.rule,
+          pointer: `/${token}`,
+          message: `the answer's ${name} is ${answered}, the request sent ${excerpt(exactField(requestText, undefined, name, asked), name, exchange)}`,
+          excerpt: answered,
+        };
+      }
+      return undefined;
+    }
+  }
+}
+
+function parameterText(exchange: Exchange, name: string): string | undefined {
+  return exchange.pathParams[name] ?? exchange.query.get(name);
+}
+
+/**
+ * Whether a JSON value equals a parameter's text. Integers are compared as numbers, and beyond
+ * 2^53 on the exact source text of the answer (text, item index, field) rather than the double.
+ */
+function equalsText(
+  value: unknown,
+  wanted: string,
+  text: string,
+  index: number | undefined,
+  field: string,
+): boolean {
+  if (typeof value === "string") return value === wanted;
+  if (typeof value === "boolean") return String(value) === wanted;
+  if (typeof value !== "number") return false;
+  const number = Number(wanted);
+  if (wanted.trim() === "" || !Number.isFinite(number)) return false;
+  if (!Number.isInteger(value) || (Number.isSafeInteger(value) && Number.isSafeInteger(number))) {
+    return value === number;
+  }
+  let exact: bigint;
+  try {
+    exact = BigInt(wanted);
+  } catch {
+    return false;
+  }
+  const source = exactField(text, index, field, value);
+  return typeof source === "bigint" ? source === exact : BigInt(source as number) === exact;
+}
+
+/** Scalar equality; undefined when two integers beyond 2^53 need their exact source to tell. */
+function scalarEquals(a: unknown, b: unknown): boolean | undefined {
+  if (typeof a === "number" && typeof b === "number") {
+    if (Number.isInteger(a) && Number.isInteger(b) && !(Number.isSafeInteger(a) && Number.isSafeInteger(b))) {
+      return undefined;
+    }
+    return a === b;
+  }
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return a === b;
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function exactEquals(a: unknown, b: unknown): boolean {
+  const big = (v: unknown) =>
+    typeof v === "bigint" ? v : typeof v === "number" && Number.isInteger(v) ? BigInt(v) : v;
+  return big(a) === big(b);
+}
+
+/**
+ * The field as written in the source text, exact beyond 2^53 (BigInt); the parsed value when the
+ * text holds no long integer. Only called when a compared integer is beyond 2^53, or to describe
+ * a violation.
+ */
+function exactField(text: string, index: number | undefined, field: string, parsed: unknown): unknown {
+  if (typeof parsed !== "number" || Number.isSafeInteger(parsed) || !mayHoldUnsafeIntegers(text))
+    return parsed;
+  const root = parseWithExactIntegers(text);
+  const holder = index === undefined ? root : Array.isArray(root) ? root[index] : undefined;
+  return isObject(holder) ? holder[field] : parsed;
+}
+
+function schemaViolation(
+  errors: ErrorObject[] | null | undefined,
+  value: unknown,
+  exchange: Exchange,
+): Violation {
+  const error = errors?.[0];
+  if (!error)
+    return { rule: "schema", pointer: "", message: "the answer does not match its schema", excerpt: "" };
+  const params = error.params as Record<string, unknown>;
+  let pointer = error.instancePath;
+  if (error.keyword === "required") pointer += `/${escapeToken(String(params.missingProperty))}`;
+  else if (error.keyword === "additionalProperties")
+    pointer += `/${escapeToken(String(params.additionalProperty))}`;
+  const at = valueAt(value, error.instancePath);
+  const name = lastToken(error.instancePath);
+  return {
+    rule: `schema:${error.keyword}`,
+    pointer,
+    message:
+      error.keyword === "required"
+        ? `${pointer} is required`
+        : describeValidationError(errors, "the answer").slice(0, 200),
+    excerpt: excerpt(at, name, exchange),
+  };
+}
+
+function contractError(first: Violation): GatewayError {
+  // Rule and place only: the client learns which promise broke, never the backend's data.
+  return gatewayError(
+    "UPSTREAM_CONTRACT_VIOLATION",
+    `The backend's answer broke the interface contract (${first.rule} at ${first.pointer || "the answer"})`,
+  );
+}
+
+function isConditional(headers: IncomingHttpHeaders): boolean {
+  return headers["if-none-match"] !== undefined || headers["if-modified-since"] !== undefined;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function escapeToken(token: string): string {
+  return token.replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
+function lastToken(pointer: string): string {
+  const slash = pointer.lastIndexOf("/");
+  return slash === -1
+    ? ""
+    : pointer
+        .slice(slash + 1)
+        .replaceAll("~1", "/")
+        .replaceAll("~0", "~");
+}
+
+function valueAt(value: unknown, pointer: string): unknown {
+  if (pointer === "") return value;
+  let node = value;
+  for (const raw of pointer.slice(1).split("/")) {
+    const token = raw.replaceAll("~1", "/").replaceAll("~0", "~");
+    if (Array.isArray(node)) node = node[Number(token)];
+    else if (isObject(node)) node = node[token];
+    else return undefined;
+  }
+  return node;
+}
+
+// --- Excerpts: short, and never key material -------------------------------------------------
+
+function credentialOf(exchange: Exchange): string | undefined {
+  // What the backend received (the client's key, or the upstream credential that replaced it).
+  const header = exchange.req.headers.authorization;
+  if (header === undefined) return undefined;
+  const token = header.replace(BEARER_PREFIX, "").trim();
+  return token.length >= 8 ? token : undefined;
+}
+
+function redactText(text: string, exchange: Exchange): string {
+  const credential = credentialOf(exchange);
+  const cleaned = credential === undefined ? text : text.replaceAll(credential, REDACTED);
+  return cleaned.replace(TOKEN_LIKE, (run) => (LETTER.test(run) && DIGIT.test(run) ? REDACTED : run));
+}
+
+function excerpt(value: unknown, name: string, exchange: Exchange): string {
+  const rendered = render(value, name, exchange, 0);
+  return rendered.length > EXCERPT_CHARS ? `${rendered.slice(0, EXCERPT_CHARS - 1)}…` : rendered;
+}
+
+function render(value: unknown, name: string, exchange: Exchange, depth: number): string {
+  if (value === undefined) return "(missing)";
+  if (name !== "" && SENSITIVE_NAME.test(name) && value !== null && typeof value !== "boolean") {
+    return JSON.stringify(REDACTED);
+  }
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "string") {
+    const short = value.length > STRING_CHARS ? `${value.slice(0, STRING_CHARS)}…` : value;
+    const redacted = redactText(value, exchange) === value ? short : REDACTED;
+    return JSON.stringify(redacted);
+  }
+  if (value === null || typeof value !== "object") return String(value);
+  if (Array.isArray(value)) {
+    if (depth > 0) return `[…${value.length}]`;
+    return `[${value
+      .slice(0, 3)
+      .map((item) => render(item, "", exchange, depth + 1))
+      .join(",")}${value.length > 3 ? `,…${value.length - 3} more` : ""}]`;
+  }
+  if (depth > 0) return "{…}";
+  const parts: string[] = [];
+  let length = 0;
+  for (const [key, child] of Object.entries(value)) {
+    const part = `${JSON.stringify(redactText(key, exchange).slice(0, STRING_CHARS))}:${render(child, key, exchange, depth + 1)}`;
+    parts.push(part);
+    length += part.length;
+    if (length > EXCERPT_CHARS) break;
+  }
+  return `{${parts.join(",")}}`;
+}
+
+function jsonErrorExcerpt(text: string, message: string, exchange: Exchange): string {
+  const match = JSON_ERROR_POSITION.exec(message);
+  const position = match ? Number(match[1]) : 0;
+  // The window around the error grows to whole token-shaped runs, so that a key cut at its edge
+  // is still recognised (and redacted) as a whole.
+  let start = Math.max(0, position - 24);
+  while (start > 0 && TOKEN_CHAR.test(text.charAt(start - 1))) start--;
+  let end = Math.min(text.length, position + 24);
+  while (end < text.length && TOKEN_CHAR.test(text.charAt(end))) end++;
+  const shown = `${start > 0 ? "…" : ""}${redactText(text.slice(start, end), exchange)}${end < text.length ? "…" : ""}`;
+  if (shown.length === 0) return "(empty body)";
+  return shown.length > EXCERPT_CHARS ? `${shown.slice(0, EXCERPT_CHARS - 1)}…` : shown;
+}
+
+// --- Plans: compiled once per operation at start-up ------------------------------------------
+
+function planStatuses(operation: Operation, rules: ReadonlyMap<string, Rule[]>): (StatusPlan | undefined)[] {
+  const statuses: (StatusPlan | undefined)[] = [];
+  const shared = new Map<unknown, StatusPlan>();
+  for (let status = 0; status < 600; status++) {
+    const key = String(status);
+    const spec =
+      status < 100
+        ? undefined
+        : (operation.responses.get(key) ??
+          operation.responses.get(`${key[0]}XX`) ??
+          operation.responses.get(`${key[0]}xx`) ??
+          operation.responses.get("default"));
+    if (spec === undefined) {
+      statuses.push(undefined);
+      continue;
+    }
+    // Rules name exact statuses; a range or default entry is one plan for all its statuses.
+    const own = rules.get(key);
+    let plan = own === undefined ? shared.get(spec) : undefined;
+    if (plan === undefined) {
+      plan = { validate: spec.validate, rules: own ?? [] };
+      if (own === undefined) shared.set(spec, plan);
+    }
+    statuses.push(plan);
+  }
+  return statuses;
+}
+
+function compileRules(operation: Operation, validate: ValidateFunction): Map<string, Rule[]> {
+  const where = `OpenAPI description: ${operation.method.toLowerCase()} ${operation.path} ${RULES_EXTENSION}`;
+  const declared = operation.extensions[RULES_EXTENSION];
+  const byStatus = new Map<string, Rule[]>();
+  if (declared === undefined) return byStatus;
+  if (!validate(declared)) {
+    const error = validate.errors?.[0];
+    throw new Error(`${where}${error?.instancePath ?? ""} ${error?.message ?? "is not valid"}`);
+  }
+  const entries = declared as {
+    rule: Rule["rule"];
+    status: string;
+    parameter?: string;
+    field?: string;
+    fields?: string[];
+  }[];
+  for (const [index, entry] of entries.entries()) {
+    const here = `${where}/${index}`;
+    const response = operation.responses.get(entry.status);
+    if (response?.validate === undefined) {
+      throw new Error(`${here}: status ${entry.status} is not a JSON answer of ${operation.id}`);
+    }
+    const need = <K extends "parameter" | "field" | "fields">(key: K) => {
+      const value = entry[key];
+      if (value === undefined) throw new Error(`${here}: ${entry.rule} needs "${key}"`);
+      return value as NonNullable<(typeof entry)[K]>;
+    };
+    const parameterOf = () => {
+      const name = need("parameter");
+      const spec =
+        operation.queryParameters.get(name) ?? operation.pathParameters.find((p) => p.name === name);
+      if (!spec) throw new Error(`${here}: ${name} is not a parameter of ${operation.id}`);
+      return spec;
+    };
+    let rule: Rule;
+    switch (entry.rule) {
+      case "page-size": {
+        const spec = parameterOf();
+        if (spec.type !== "integer") throw new Error(`${here}: ${spec.name} is not an integer parameter`);
+        const fallback = spec.schema.default;
+        rule = {
+          rule: "page-size",
+          parameter: spec.name,
+          fallback: typeof fallback === "number" ? fallback : undefined,
+        };
+        break;
+      }
+      case "filter":
+      case "identity": {
+        const field = need("field");
+        rule = { rule: entry.rule, parameter: parameterOf().name, field, token: escapeToken(field) };
+        break;
+      }
+      case "echo": {
+        if (operation.requestBody === undefined)
+          throw new Error(`${here}: ${operation.id} takes no request body`);
+        rule = { rule: "echo", fields: need("fields").map((name) => ({ name, token: escapeToken(name) })) };
+        break;
+      }
+    }
+    byStatus.set(entry.status, [...(byStatus.get(entry.status) ?? []), rule]);
+  }
+  return byStatus;
+}
+
+// --- The drift report ------------------------------------------------------------------------
+
+function mergeReports(parts: readonly ContractReport[], keep: number): ContractReport {
+  const operations: Record<string, OperationDrift> = {};
+  for (const part of parts) {
+    for (const [id, drift] of Object.entries(part.operations)) {
+      let into = operations[id];
+      if (into === undefined) {
+        into = { mode: drift.mode, violations: 0, byRule: {}, recent: [] };
+        operations[id] = into;
+      }
+      into.violations += drift.violations;
+      for (const [rule, count] of Object.entries(drift.byRule))
+        into.byRule[rule] = (into.byRule[rule] ?? 0) + count;
+      for (const entry of drift.recent) {
+        const same = into.recent.find((d) => d.rule === entry.rule && d.where === entry.where);
+        if (!same) {
+          into.recent.push({ ...entry });
+          continue;
+        }
+        same.count += entry.count;
+        if (entry.firstSeen < same.firstSeen) same.firstSeen = entry.firstSeen;
+        if (entry.lastSeen > same.lastSeen) {
+          same.lastSeen = entry.lastSeen;
+          same.last = entry.last;
+        }
+      }
+    }
+  }
+  for (const drift of Object.values(operations)) {
+    drift.recent.sort((a, b) => (a.lastSeen < b.lastSeen ? 1 : a.lastSeen > b.lastSeen ? -1 : 0));
+    drift.recent.length = Math.min(drift.recent.length, keep);
+  }
+  return { operations };
+}
+
+function renderReport(report: ContractReport, url: URL, res: ServerResponse): void {
+  const only = url.searchParams.get("operation");
+  if (only === null) return sendJson(res, 200, report);
+  const drift = report.operations[only];
+  if (drift === undefined) {
+    return sendJson(res, 404, { code: "NOT_FOUND", message: "No such operation", status: 404 });
+  }
+  sendJson(res, 200, { operations: { [only]: drift } });
+}
