@@ -108,6 +108,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
           ? requestIdHeader
           : randomUUID(),
       startedAt: performance.now(),
+      clientAddress: clientAddressOf(req, trustedProxies),
       operation: undefined,
       pathParams: {},
       query: new Map(),
@@ -548,6 +549,20 @@ function decode(
     if (code === "ERR_BUFFER_TOO_LARGE") return { body: undefined, oversized: true, fault: undefined };
     return { body: undefined, oversized: false, fault: `undecodable ${encoding} body` };
   }
+}
+
+// Only hops added by proxies the deployment trusts are believed; the first untrusted one from the
+// right is the client (anything left of it is what the client itself claimed).
+function clientAddressOf(req: IncomingMessage, trustedProxies: ReadonlySet<string>): string {
+  const peer = normalizeAddress(req.socket.remoteAddress ?? "");
+  const forwarded = req.headers[FORWARDED_FOR];
+  if (!trustedProxies.has(peer) || typeof forwarded !== "string") return peer;
+  const hops = forwarded.split(",");
+  for (let index = hops.length - 1; index >= 0; index--) {
+    const hop = normalizeAddress((hops[index] as string).trim());
+    if (hop !== "" && !trustedProxies.has(hop)) return hop;
+  }
+  return peer;
 }
 
 function normalizeAddress(address: string): string {

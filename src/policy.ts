@@ -16,6 +16,8 @@ export interface Exchange {
   readonly requestId: string;
   /** performance.now() when the request arrived. */
   readonly startedAt: number;
+  /** The client's address: the peer, or behind trusted proxies the nearest untrusted X-Forwarded-For hop. */
+  readonly clientAddress: string;
   operation: Operation | undefined;
   pathParams: Record<string, string>;
   /** Decoded query parameters; policies may set values, and then mark queryChanged. */
