@@ -1,0 +1,304 @@
+// The deprecation report: who still calls each deprecated operation, how often, first and last
+// seen. One data shape for three producers that must agree figure for figure: the lifecycle
+// policy's ops report (/deprecations), the merge of several worker processes' parts, and the
+// log-based command (scripts/deprecation-report.ts) that answers for a whole fleet.
+import type { ServerResponse } from "node:http";
+import { LRUCache } from "lru-cache";
+
+const DAY_MS = 86_400_000;
+/** The msg of the log line written for every deprecated call; log pipelines filter on it. */
+export const DEPRECATED_CALL_MSG = "deprecated call";
+const USER_AGENT_MAX = 256;
+
+/** What the report says about a deprecated operation, whoever calls it. */
+export interface DeprecatedOperationFacts {
+  readonly operation: string;
+  readonly method: string;
+  /** The public path, base path included: /v1/pets/{petId}. */
+  readonly path: string;
+  readonly since: number;
+  readonly sunset: number | undefined;
+  /** "GET /v1/pets", or undefined when the document names no successor. */
+  readonly successor: string | undefined;
+}
+
+export interface CallerRow {
+  readonly consumer: string;
+  readonly firstSeen: string;
+  readonly lastSeen: string;
+  readonly calls: number;
+  readonly lastUserAgent: string;
+}
+
+export interface OperationReport {
+  readonly operation: string;
+  readonly method: string;
+  readonly path: string;
+  readonly since: string;
+  readonly sunset: string | null;
+  readonly successor: string | null;
+  /** Whole days from generatedAt to the sunset, rounded up; negative after it; null without a sunset. */
+  readonly daysToSunset: number | null;
+  /** Every deprecated call counted, including those of callers the bounded memory has forgotten. */
+  readonly calls: number;
+  /** Caller rows dropped to keep memory bounded (least recently seen first); 0 means the list is whole. */
+  readonly forgottenCallers: number;
+  /** Most recently seen first. */
+  readonly callers: readonly CallerRow[];
+}
+
+/** Plain JSON: it crosses process boundaries when workers' parts are merged. */
+export interface DeprecationReport {
+  readonly generatedAt: string;
+  readonly operations: readonly OperationReport[];
+}
+
+interface CallerEntry {
+  firstSeen: number;
+  lastSeen: number;
+  calls: number;
+  lastUserAgent: string;
+}
+
+interface OperationTotals {
+  calls: number;
+  forgotten: number;
+}
+
+/**
+ * Per (operation, consumer) tallies. With maxCallers the rows live in an LRU: the callers that
+ * still call stay, the ones not seen for longest go first, and the operation's total and a count
+ * of forgotten rows stay exact. Without it (the log command) a plain Map holds every row.
+ */
+export class CallerTally {
+  readonly #rows: Map<string, CallerEntry> | LRUCache<string, CallerEntry>;
+  readonly #totals = new Map<string, OperationTotals>();
+
+  constructor(maxCallers?: number) {
+    this.#rows =
+      maxCallers === undefined
+        ? new Map()
+        : new LRUCache<string, CallerEntry>({
+            max: maxCallers,
+            dispose: (_value, key, reason) => {
+              if (reason === "evict") this.#totalsOf(key.slice(0, key.indexOf("\u0000"))).forgotten++;
+            },
+          });
+  }
+
+  record(operation: string, consumer: string, at: number, userAgent: string): void {
+    this.#totalsOf(operation).calls++;
+    const key = `${operation}\u0000${consumer}`;
+    const row = this.#rows.get(key);
+    const agent = userAgent.length > USER_AGENT_MAX ? userAgent.slice(0, USER_AGENT_MAX) : userAgent;
+    if (row === undefined) {
+      this.#rows.set(key, { firstSeen: at, lastSeen: at, calls: 1, lastUserAgent: agent });
+      return;
+    }
+    row.calls++;
+    // Aggregated logs are not in order: first and last seen are a minimum and a maximum.
+    if (at < row.firstSeen) row.firstSeen = at;
+    if (at >= row.lastSeen) {
+      row.lastSeen = at;
+      row.lastUserAgent = agent;
+    }
+  }
+
+  /** The report as of `now`, with a section for every given operation and any other seen. */
+  report(facts: readonly DeprecatedOperationFacts[], now: number): DeprecationReport {
+    const callers = new Map<string, CallerRow[]>();
+    for (const [key, row] of this.#rows.entries()) {
+      const split = key.indexOf("\u0000");
+      const operation = key.slice(0, split);
+      const list = callers.get(operation) ?? [];
+      list.push({
+        consumer: key.slice(split + 1),
+        firstSeen: iso(row.firstSeen),
+        lastSeen: iso(row.lastSeen),
+        calls: row.calls,
+        lastUserAgent: row.lastUserAgent,
+      });
+      callers.set(operation, list);
+    }
+    const known = new Map(facts.map((fact) => [fact.operation, fact]));
+    const names = [...known.keys(), ...[...this.#totals.keys()].filter((name) => !known.has(name))];
+    const generatedAt = iso(now);
+    return {
+      generatedAt,
+      operations: names.map((operation) => {
+        const fact = known.get(operation);
+        const totals = this.#totals.get(operation);
+        const sunset = fact?.sunset === undefined ? null : iso(fact.sunset);
+        return {
+          operation,
+          method: fact?.method ?? "",
+          path: fact?.path ?? "",
+          since: fact === undefined ? "" : iso(fact.since),
+          sunset,
+          successor: fact?.successor ?? null,
+          daysToSunset: daysBetween(generatedAt, sunset),
+          calls: totals?.calls ?? 0,
+          forgottenCallers: totals?.forgotten ?? 0,
+          callers: sortCallers(callers.get(operation) ?? []),
+        };
+      }),
+    };
+  }
+
+  #totalsOf(operation: string): OperationTotals {
+    let totals = this.#totals.get(operation);
+    if (totals === undefined) {
+      totals = { calls: 0, forgotten: 0 };
+      this.#totals.set(operation, totals);
+    }
+    return totals;
+  }
+}
+
+/**
+ * Several processes' parts into one: calls and forgotten rows add up, first seen is the earliest,
+ * last seen the latest (with that process's user agent). Merging one part returns it unchanged.
+ */
+export function mergeReports(parts: readonly DeprecationReport[]): DeprecationReport {
+  if (parts.length === 1) return parts[0] as DeprecationReport;
+  if (parts.length === 0) return { generatedAt: new Date().toISOString(), operations: [] };
+  let generatedAt = "";
+  const operations = new Map<string, { report: OperationReport; callers: Map<string, CallerRow> }>();
+  for (const part of parts) {
+    if (part.generatedAt > generatedAt) generatedAt = part.generatedAt;
+    for (const section of part.operations) {
+      const merged = operations.get(section.operation);
+      if (merged === undefined) {
+        operations.set(section.operation, {
+          report: section,
+          callers: new Map(section.callers.map((row) => [row.consumer, row])),
+        });
+        continue;
+      }
+      merged.report = {
+        ...(merged.report.path === "" ? section : merged.report),
+        calls: merged.report.calls + section.calls,
+        forgottenCallers: merged.report.forgottenCallers + section.forgottenCallers,
+      };
+      for (const row of section.callers) {
+        const seen = merged.callers.get(row.consumer);
+        merged.callers.set(
+          row.consumer,
+          seen === undefined
+            ? row
+            : {
+                consumer: row.consumer,
+                firstSeen: row.firstSeen < seen.firstSeen ? row.firstSeen : seen.firstSeen,
+                lastSeen: row.lastSeen > seen.lastSeen ? row.lastSeen : seen.lastSeen,
+                calls: seen.calls + row.calls,
+                lastUserAgent: row.lastSeen > seen.lastSeen ? row.lastUserAgent : seen.lastUserAgent,
+              },
+        );
+      }
+    }
+  }
+  return {
+    generatedAt,
+    operations: [...operations.values()].map(({ report, callers }) => ({
+      ...report,
+      daysToSunset: daysBetween(generatedAt, report.sunset),
+      callers: sortCallers([...callers.values()]),
+    })),
+  };
+}
+
+/** One row per (operation, consumer), for spreadsheets and humans. */
+export function reportToCsv(report: DeprecationReport): string {
+  const lines = [
+    "operation,consumer,first_seen,last_seen,calls,last_user_agent,sunset,days_to_sunset,successor",
+  ];
+  for (const section of report.operations) {
+    for (const row of section.callers) {
+      lines.push(
+        [
+          section.operation,
+          row.consumer,
+          row.firstSeen,
+          row.lastSeen,
+          String(row.calls),
+          defuseFormula(row.lastUserAgent),
+          section.sunset ?? "",
+          section.daysToSunset === null ? "" : String(section.daysToSunset),
+          section.successor ?? "",
+        ]
+          .map(csvCell)
+          .join(","),
+      );
+    }
+  }
+  return `${lines.join("\r\n")}\r\n`;
+}
+
+export function renderReport(report: DeprecationReport, url: URL, res: ServerResponse): void {
+  const csv = url.searchParams.get("format") === "csv";
+  const body = csv ? reportToCsv(report) : `${JSON.stringify(report, null, 2)}\n`;
+  res.writeHead(200, {
+    "content-type": csv ? "text/csv; charset=utf-8" : "application/json",
+    "content-length": Buffer.byteLength(body),
+    "cache-control": "no-store",
+  });
+  res.end(body);
+}
+
+/**
+ * Feeds one log line to the tally when it is a deprecated-call line; anything else (other
+ * messages, a collector's prefix before the JSON, broken lines) is skipped. Returns whether it counted.
+ */
+export function recordLogLine(tally: CallerTally, line: string): boolean {
+  const start = line.indexOf("{");
+  if (start === -1 || !line.includes(DEPRECATED_CALL_MSG)) return false;
+  let entry: Record<string, unknown>;
+  try {
+    entry = JSON.parse(line.slice(start)) as Record<string, unknown>;
+  } catch {
+    return false;
+  }
+  const { msg, operation, consumer, calledAt, userAgent } = entry;
+  if (msg !== DEPRECATED_CALL_MSG || typeof operation !== "string" || typeof consumer !== "string") {
+    return false;
+  }
+  const at = typeof calledAt === "string" ? Date.parse(calledAt) : Number.NaN;
+  if (Number.isNaN(at)) return false;
+  tally.record(operation, consumer, at, typeof userAgent === "string" ? userAgent : "");
+  return true;
+}
+
+function sortCallers(rows: CallerRow[]): CallerRow[] {
+  return rows.sort((a, b) =>
+    a.lastSeen === b.lastSeen
+      ? a.consumer < b.consumer
+        ? -1
+        : a.consumer > b.consumer
+          ? 1
+          : 0
+      : a.lastSeen > b.lastSeen
+        ? -1
+        : 1,
+  );
+}
+
+function daysBetween(from: string, to: string | null): number | null {
+  if (to === null) return null;
+  // +0 turns the -0 of Math.ceil(-0.5) into 0.
+  return Math.ceil((Date.parse(to) - Date.parse(from)) / DAY_MS) + 0;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+// A user agent is the caller's own text: one a spreadsheet would run as a formula gets a quote
+// in front so it stays text.
+function defuseFormula(value: string): string {
+  return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+}
+
+// RFC 4180 quoting.
+function csvCell(value: string): string {
+  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+}
