@@ -1,0 +1,85 @@
+// The deprecation report of a whole fleet, from the logs the user already aggregates: every
+// replica writes one "deprecated call" line per call, so the lines of all of them give the answer
+// no single process's /deprecations can. Same shape and figures as the ops report.
+//
+//   npm run deprecation-report -- gateway.log [more.log ...]     # or lines on stdin
+//   kubectl logs -l app=petstore-gateway --since=720h | npm run deprecation-report -- --format csv
+import { createReadStream } from "node:fs";
+import { createInterface } from "node:readline";
+import { parseArgs } from "node:util";
+import { CallerTally, recordLogLine, reportToCsv } from "../policies/deprecation-report.ts";
+import { deprecationFacts, readLifecycle } from "../policies/lifecycle.ts";
+import { DEFAULT_OPENAPI_FILE } from "../src/config.ts";
+import { loadApiDescription } from "../src/openapi.ts";
+
+const USAGE = `usage: deprecation-report [--format json|csv] [--now <ISO date>] [--openapi <file>] [file ...]
+Reads gateway log lines (JSON, one per line; a prefix before the JSON is ignored) from the files
+or, without any (or with -), from stdin, and prints who called each deprecated operation.
+  --format   json (default) or csv
+  --now      the instant days-to-sunset is counted from (default: now)
+  --openapi  the OpenAPI description that dates the deprecations (default: OPENAPI_FILE or config/openapi.json)`;
+
+async function main(): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse();
+  } catch (error) {
+    process.stderr.write(`deprecation-report: ${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const format = values.format ?? "json";
+  if (format !== "json" && format !== "csv") {
+    process.stderr.write(`deprecation-report: --format must be json or csv\n`);
+    return 2;
+  }
+  const now = values.now === undefined ? Date.now() : Date.parse(values.now);
+  if (Number.isNaN(now)) {
+    process.stderr.write(`deprecation-report: --now ${values.now} is not a date\n`);
+    return 2;
+  }
+  const api = loadApiDescription(values.openapi ?? (process.env.OPENAPI_FILE || DEFAULT_OPENAPI_FILE));
+  const facts = [...readLifecycle(api).deprecations.values()].map((d) => deprecationFacts(d, api.basePath));
+
+  const tally = new CallerTally();
+  let lines = 0;
+  let calls = 0;
+  const sources = positionals.length === 0 ? ["-"] : positionals;
+  for (const source of sources) {
+    const input = source === "-" ? process.stdin : createReadStream(source);
+    for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+      lines++;
+      if (recordLogLine(tally, line)) calls++;
+    }
+  }
+  const report = tally.report(facts, now);
+  process.stdout.write(format === "csv" ? reportToCsv(report) : `${JSON.stringify(report, null, 2)}\n`);
+  process.stderr.write(`deprecation-report: ${calls} deprecated calls in ${lines} log lines\n`);
+  return 0;
+}
+
+function parse() {
+  return parseArgs({
+    allowPositionals: true,
+    options: {
+      format: { type: "string" },
+      now: { type: "string" },
+      openapi: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`deprecation-report: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+  },
+);
