@@ -669,6 +669,30 @@ describe("bounded memory and several workers", () => {
   });
 });
 
+describe("the client address of a deprecated call behind a trusted proxy", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  before(async () => {
+    backend = await startProgrammableBackend();
+    gw = await startGateway({
+      upstreamUrl: backend.url,
+      config: { server: { trustedProxies: ["127.0.0.1", "10.0.0.2"] }, policies: { auth: { keysFile } } },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await backend.close();
+  });
+
+  test("is the nearest X-Forwarded-For hop the trusted proxies did not add, not what the client claimed", async () => {
+    await request(`${gw.url}/pets/1`, {
+      key: acme,
+      headers: { "x-forwarded-for": "198.51.100.9, 203.0.113.7, 10.0.0.2" },
+    });
+    assert.equal(gw.logs.messages("deprecated call").at(-1)?.clientAddress, "203.0.113.7");
+  });
+});
+
 describe("a document the lifecycle cannot honour stops start-up with a message naming the operation", () => {
   const real = JSON.parse(readFileSync(REAL_DOCUMENT, "utf8")) as {
     paths: Record<string, Record<string, Record<string, unknown>>>;
