@@ -10,6 +10,12 @@ import limit from "./limit.ts";
 import requestValidation from "./request-validation.ts";
 import responseContract from "./response-contract.ts";
 
-const policies: readonly AnyPolicyDefinition[] = [auth, lifecycle, limit, requestValidation, responseContract];
+const policies: readonly AnyPolicyDefinition[] = [
+  auth,
+  lifecycle,
+  limit,
+  requestValidation,
+  responseContract,
+];
 
 export default policies;
