@@ -2,6 +2,7 @@
 // them: path and query parameters, the body's media type, and the body against its schema.
 // Validators were compiled once when the description loaded; the body is forwarded as the
 // original bytes, never re-serialized.
+import { isUtf8 } from "node:buffer";
 import { gatewayError } from "../src/errors.ts";
 import { parseRequestJson } from "../src/json.ts";
 import { describeValidationError } from "../src/openapi.ts";
@@ -80,10 +81,13 @@ export default definePolicy<RequestValidationOptions>({
             if (raw === undefined || raw.length === 0) {
               return body.required ? gatewayError("INVALID_BODY", "the request body is required") : undefined;
             }
+            // JSON is UTF-8 (RFC 8259); decoding would quietly turn bad bytes into U+FFFD while
+            // the original bytes go on to the backend.
+            if (!isUtf8(raw)) return gatewayError("MALFORMED_JSON", "body is not valid UTF-8");
             const parsed = parseRequestJson(raw.toString("utf8"), options.maxJsonDepth);
             if (!parsed.ok) {
               return gatewayError(
-                parsed.message === "body is not valid JSON" ? "MALFORMED_JSON" : "INVALID_BODY",
+                parsed.problem === "malformed" ? "MALFORMED_JSON" : "INVALID_BODY",
                 parsed.message,
               );
             }

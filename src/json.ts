@@ -4,7 +4,8 @@
 
 export type JsonParseResult =
   | { readonly ok: true; readonly value: unknown }
-  | { readonly ok: false; readonly message: string };
+  /** malformed: not JSON at all; invalid: JSON the gateway refuses (depth, keys, integer forms). */
+  | { readonly ok: false; readonly problem: "malformed" | "invalid"; readonly message: string };
 
 interface ReviverContext {
   readonly source?: string;
@@ -16,7 +17,8 @@ const INTEGER_LITERAL = /^-?(?:0|[1-9][0-9]*)$/;
 // written as a non-literal integer (1.0, 1e3) or exceed 2^53. Strings may trigger it too;
 // that only costs the slower, still correct, path.
 const MAY_NEED_NUMBER_SOURCE = /[0-9][.eE]|[0-9]{16}/;
-const PROTOTYPE_KEY = /"(?:__proto__|constructor|prototype)"\s*:/;
+// A key that could be __proto__ & co. once decoded: written plainly, or with any \u escape.
+const MAY_HOLD_PROTOTYPE_KEY = /"(?:__proto__|constructor|prototype)"\s*:|\\u/;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
@@ -27,7 +29,9 @@ const INT64_MAX = 2n ** 63n - 1n;
  */
 export function parseRequestJson(text: string, maxDepth: number): JsonParseResult {
   const depth = nestingDepth(text);
-  if (depth > maxDepth) return { ok: false, message: `body nests deeper than ${maxDepth} levels` };
+  if (depth > maxDepth) {
+    return { ok: false, problem: "invalid", message: `body nests deeper than ${maxDepth} levels` };
+  }
   let problem: string | undefined;
   let value: unknown;
   try {
@@ -43,18 +47,134 @@ export function parseRequestJson(text: string, maxDepth: number): JsonParseResul
       value = JSON.parse(text);
     }
   } catch {
-    return { ok: false, message: "body is not valid JSON" };
+    return { ok: false, problem: "malformed", message: describeSyntaxError(text, "body") };
   }
-  if (problem !== undefined) return { ok: false, message: problem };
-  if (PROTOTYPE_KEY.test(text)) {
+  if (problem !== undefined) return { ok: false, problem: "invalid", message: problem };
+  if (MAY_HOLD_PROTOTYPE_KEY.test(text)) {
     const key = findPrototypeKey(value, "");
-    if (key !== undefined) return { ok: false, message: `${key} is a forbidden property name` };
+    if (key !== undefined) {
+      return { ok: false, problem: "invalid", message: `${key} is a forbidden property name` };
+    }
   }
   return { ok: true, value };
 }
 
+/**
+ * Why a text is not JSON, naming where: "/categoryId is not valid JSON (line 1, column 29)".
+ * Only for texts JSON.parse refused, so its cost never touches a valid request. The message
+ * quotes no value from the text (V8's own message echoes a slice of it), only member names on
+ * the way to the error, shortened.
+ */
+export function describeSyntaxError(text: string, subject: string): string {
+  const { offset, pointer } = locateSyntaxError(text);
+  if (offset >= text.length) return `${pointer || subject} is not valid JSON (it ends too early)`;
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < offset; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return `${pointer || subject} is not valid JSON (line ${line}, column ${offset - lineStart + 1})`;
+}
+
+const STOP = Symbol("stop");
+const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+const ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
+
+/** The offset of the first syntax error and the JSON pointer of the member it is in. */
+function locateSyntaxError(text: string): { offset: number; pointer: string } {
+  const path: string[] = [];
+  let i = 0;
+  const fail = (): never => {
+    throw STOP;
+  };
+  const space = () => {
+    for (let c = text.charCodeAt(i); c === 32 || c === 9 || c === 10 || c === 13; c = text.charCodeAt(++i));
+  };
+  const string = (): string => {
+    if (text[i] !== '"') fail();
+    const start = i++;
+    for (;;) {
+      const c = text.charCodeAt(i);
+      if (Number.isNaN(c) || c < 0x20) fail();
+      if (c === 34) return JSON.parse(text.slice(start, ++i)) as string;
+      if (c === 92) {
+        ESCAPE.lastIndex = i;
+        if (!ESCAPE.test(text)) fail();
+        i = ESCAPE.lastIndex;
+      } else i++;
+    }
+  };
+  const literal = (word: string) => {
+    if (!text.startsWith(word, i)) fail();
+    i += word.length;
+  };
+  const value = (): void => {
+    space();
+    const c = text[i];
+    if (c === "{") {
+      i++;
+      space();
+      if (text[i] === "}") return void i++;
+      for (let more = true; more; ) {
+        space();
+        path.push(string());
+        space();
+        if (text[i] !== ":") fail();
+        i++;
+        value();
+        space();
+        // The member stays on the path until its separator: "07" fails after "0" parsed.
+        if (text[i] !== "," && text[i] !== "}") fail();
+        more = text[i++] === ",";
+        path.pop();
+      }
+      return;
+    }
+    if (c === "[") {
+      i++;
+      space();
+      if (text[i] === "]") return void i++;
+      for (let index = 0, more = true; more; index++) {
+        path.push(String(index));
+        value();
+        space();
+        if (text[i] !== "," && text[i] !== "]") fail();
+        more = text[i++] === ",";
+        path.pop();
+      }
+      return;
+    }
+    if (c === '"') return void string();
+    if (c === "t") return literal("true");
+    if (c === "f") return literal("false");
+    if (c === "n") return literal("null");
+    NUMBER.lastIndex = i;
+    if (!NUMBER.test(text)) fail();
+    i = NUMBER.lastIndex;
+  };
+  try {
+    value();
+    space();
+    if (i < text.length) fail();
+  } catch (error) {
+    if (error !== STOP) throw error;
+  }
+  return { offset: i, pointer: path.map(pointerSegment).join("") };
+}
+
+function pointerSegment(name: string): string {
+  const escaped = name.replaceAll("~", "~0").replaceAll("/", "~1");
+  // A member name is the client's text: keep it short and printable in a message.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
+  const printable = escaped.replace(/[\u0000-\u001f\u007f]/g, "?");
+  return `/${printable.length > 64 ? `${printable.slice(0, 64)}…` : printable}`;
+}
+
 function integerProblem(key: string, value: number, source: string): string | undefined {
-  const name = key === "" ? "body" : `/${key}`;
+  const name = key === "" ? "body" : pointerSegment(key);
   if (INTEGER_LITERAL.test(source)) {
     if (Number.isSafeInteger(value)) return undefined;
     const exact = BigInt(source);

@@ -46,7 +46,11 @@ export function checkParameter(spec: ParameterSpec, text: string): ParameterChec
   return { ok: true, value };
 }
 
-/** An integer literal as a number, or undefined: for policies that adjust integers before validation. */
+/**
+ * An integer literal as a number, or undefined: for policies that adjust integers before
+ * validation. The same literal rule as everywhere else (no sign, leading zeros, point or
+ * exponent); the size is not checked, since such a policy clamps what is out of range.
+ */
 export function parseIntegerLiteral(text: string): number | undefined {
-  return /^-?[0-9]+$/.test(text) ? Number(text) : undefined;
+  return INTEGER_LITERAL.test(text) ? Number(text) : undefined;
 }
