@@ -386,6 +386,15 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   function reject(exchange: Exchange, error: GatewayError, closeConnection = false): void {
     if (exchange.finished || exchange.res.headersSent) return;
+    // A body refused before it was read (no key, wrong media type, no body allowed) is not
+    // drained: Node would read it to its end on a kept-alive connection, for anyone, unauthenticated.
+    const { headers: requestHeaders } = exchange.req;
+    if (
+      exchange.body === undefined &&
+      (requestHeaders["transfer-encoding"] !== undefined || (requestHeaders["content-length"] ?? "0") !== "0")
+    ) {
+      closeConnection = true;
+    }
     exchange.rejection = error;
     upstream.abandon(exchange);
     const body = errorBody(error);
