@@ -1,11 +1,13 @@
 // Bearer API keys on every operation. Keys live in a file as SHA-256 digests only; a presented
-// key is hashed and looked up by digest, so the lookup costs the same for 1 key or 100,000 and
-// never compares secrets byte by byte.
+// key is hashed and looked up by its digest in a hash table, so the lookup costs the same for 1
+// key or 100,000, and what its timing could reveal is the digest of the attacker's own guess.
 import { createHash, timingSafeEqual } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
-import { Ajv } from "ajv";
-import { type GatewayError, gatewayError } from "../src/errors.ts";
+import { readFileSync, type Stats, statSync } from "node:fs";
+import { readFile, stat } from "node:fs/promises";
+import { ConfigError } from "../src/config.ts";
+import { gatewayError } from "../src/errors.ts";
 import { definePolicy } from "../src/policy.ts";
+import { digestPrefix, parseKeyFile } from "./auth-key-file.ts";
 
 export interface AuthOptions {
   readonly keysFile: string | undefined;
@@ -25,31 +27,28 @@ interface KeyEntry {
   readonly notAfter: number | undefined;
 }
 
-const KEY_FILE_SCHEMA = {
-  type: "object",
-  required: ["keys"],
-  additionalProperties: false,
-  properties: {
-    keys: {
-      type: "array",
-      items: {
-        type: "object",
-        required: ["consumer", "sha256"],
-        properties: {
-          consumer: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$" },
-          sha256: { type: "string", pattern: "^[0-9a-f]{64}$" },
-          notAfter: { type: "string", format: "date-time" },
-        },
-      },
-    },
-  },
-};
+type KeyTable = ReadonlyMap<string, KeyEntry>;
 
+// RFC 6750 §2.1: the scheme is case-insensitive, one or more spaces before the token.
 const BEARER = /^bearer(?: +(.*))?$/i;
 const MISSING = gatewayError("MISSING_API_KEY", undefined, { "www-authenticate": "Bearer" });
 const INVALID = gatewayError("INVALID_API_KEY", undefined, {
   "www-authenticate": 'Bearer error="invalid_token"',
 });
+// The consumer header must not be able to overwrite what the request is made of.
+const RESERVED_HEADERS = new Set([
+  "authorization",
+  "host",
+  "content-length",
+  "content-type",
+  "transfer-encoding",
+  "connection",
+  "x-request-id",
+  "x-forwarded-for",
+]);
+// "Scheme credentials" is sent as it is; a bare credential is a bearer key, like the clients'.
+const WITH_SCHEME = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]* +\S/;
+const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 
 export default definePolicy<AuthOptions>({
   name: "auth",
@@ -59,129 +58,182 @@ export default definePolicy<AuthOptions>({
     additionalProperties: false,
     properties: {
       keysFile: { type: "string", minLength: 1 },
-      reloadIntervalMs: { type: "integer", minimum: 100, maximum: 60_000, default: 2000 },
-      consumerHeader: { type: "string", pattern: "^[a-z0-9-]+$", default: "x-consumer" },
+      // At most 4 s, so that a revoked key is refused within 5 s whatever the setting.
+      reloadIntervalMs: { type: "integer", minimum: 100, maximum: 4000, default: 2000 },
+      consumerHeader: { type: "string", pattern: "^[a-z0-9][a-z0-9-]*$", default: "x-consumer" },
       upstreamAuthorization: { enum: ["pass", "replace", "strip"], default: "pass" },
       upstreamCredentialEnv: { type: "string", pattern: "^[A-Z_][A-Z0-9_]*$" },
     },
   },
   create(options, { logger, metrics, now }) {
-    const { keysFile } = options;
+    const { keysFile, consumerHeader: header, upstreamAuthorization: mode } = options;
     if (keysFile === undefined) {
-      throw new Error(
-        "policies.auth.keysFile is required: set API_KEYS_FILE to a key file (npm run keys -- add <consumer> makes one)",
+      throw new ConfigError(
+        "policies.auth.keysFile is required outside the demo: set API_KEYS_FILE to a key file (npm run keys -- add <consumer> makes one)",
       );
     }
-    let upstreamAuthorization: string | undefined;
-    if (options.upstreamAuthorization === "replace") {
-      const variable = options.upstreamCredentialEnv;
-      upstreamAuthorization = variable === undefined ? undefined : process.env[variable];
-      if (!upstreamAuthorization) {
-        throw new Error(
-          "policies.auth.upstreamAuthorization is replace: set upstreamCredentialEnv to a non-empty variable",
-        );
-      }
+    if (RESERVED_HEADERS.has(header)) {
+      throw new ConfigError(`policies.auth.consumerHeader must not be ${header}`);
     }
-    const validateKeyFile = new Ajv({ strict: true, allErrors: false })
-      .addFormat("date-time", true)
-      .compile(KEY_FILE_SCHEMA);
-    const load = (): Map<string, KeyEntry> => {
-      const parsed: unknown = JSON.parse(readFileSync(keysFile, "utf8"));
-      if (!validateKeyFile(parsed)) {
-        const error = validateKeyFile.errors?.[0];
-        throw new Error(`${error?.instancePath || "/"} ${error?.message ?? "is not valid"}`);
-      }
-      const table = new Map<string, KeyEntry>();
-      for (const key of (parsed as { keys: { consumer: string; sha256: string; notAfter?: string }[] })
-        .keys) {
-        table.set(key.sha256, {
-          consumer: key.consumer,
-          digest: Buffer.from(key.sha256, "hex"),
-          notAfter: key.notAfter === undefined ? undefined : Date.parse(key.notAfter),
-        });
-      }
-      return table;
-    };
-    let keys: Map<string, KeyEntry>;
+    const upstreamCredential = mode === "replace" ? readUpstreamCredential(options) : undefined;
+
+    let keys: KeyTable;
+    // The first load is synchronous and fatal: a gateway that cannot read its keys does not start.
     try {
-      keys = load();
+      keys = tableOf(readFileSync(keysFile, "utf8"));
     } catch (error) {
-      throw new Error(`API key file ${keysFile}: ${(error as Error).message}`);
+      throw new ConfigError(`API key file ${keysFile}: ${describeLoadError(error)}`);
     }
     metrics.apiKeys.set(keys.size);
-    let lastStamp = stamp(keysFile);
+    let lastStamp = stampOf(statSync(keysFile, { throwIfNoEntry: false }));
+    let closed = false;
 
-    const reload = (why: string) => {
+    const load = async (why: string) => {
       try {
-        keys = load();
+        const next = tableOf(await readFile(keysFile, "utf8"));
+        let removed = 0;
+        for (const digest of keys.keys()) if (!next.has(digest)) removed++;
+        const added = next.size - (keys.size - removed);
+        keys = next;
         metrics.apiKeys.set(keys.size);
         metrics.apiKeyReloads.labels("ok").inc();
-        logger.info({ keys: keys.size, why }, "api keys reloaded");
+        const log = keys.size === 0 ? logger.warn.bind(logger) : logger.info.bind(logger);
+        log({ keys: keys.size, added, removed, why }, "api keys reloaded");
       } catch (error) {
-        // Keep serving with the last good set: a half-written file must not lock everyone out.
+        // Keep serving with the last good set: a half-written or broken file must not lock
+        // everyone out. A writer that finishes changes the file again, and it is read again.
         metrics.apiKeyReloads.labels("error").inc();
         logger.error(
-          { error: (error as Error).message, why },
+          { error: describeLoadError(error), why, keys: keys.size },
           "api key reload failed; keeping the previous keys",
         );
       }
     };
-    // Polling, not fs.watch: Kubernetes swaps a mounted Secret through a symlink, which a watch on
-    // the file misses, and a stat every few seconds costs nothing.
-    const poll = setInterval(() => {
-      const now = stamp(keysFile);
-      if (now !== lastStamp) {
-        lastStamp = now;
-        reload("file changed");
-      }
-    }, options.reloadIntervalMs);
-    poll.unref();
-    const onHangup = () => reload("SIGHUP");
+    // Reloads run one at a time, in the order asked for.
+    let queue = Promise.resolve();
+    const enqueue = (step: () => Promise<void>) => {
+      queue = queue.then(step, step);
+      return queue;
+    };
+    // Polling a stat of the path, not fs.watch: stat follows symlinks, so it sees Kubernetes
+    // swap a mounted Secret (..data -> a new directory), which a watch on the file misses; and
+    // a stat every two seconds costs nothing. The stamp is taken before the file is read, so a
+    // write that lands during the read is seen on the next round.
+    const check = async () => {
+      const stamp = stampOf(await stat(keysFile).catch(() => undefined));
+      if (stamp === lastStamp) return;
+      lastStamp = stamp;
+      await load("file changed");
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const schedule = () => {
+      timer = setTimeout(() => {
+        void enqueue(check).then(() => {
+          if (!closed) schedule();
+        });
+      }, options.reloadIntervalMs);
+      timer.unref();
+    };
+    schedule();
+    const onHangup = () => {
+      void enqueue(async () => {
+        lastStamp = stampOf(await stat(keysFile).catch(() => undefined));
+        await load("SIGHUP");
+      });
+    };
     process.on("SIGHUP", onHangup);
 
-    const authenticate = (authorization: string | undefined): GatewayError | string => {
-      if (authorization === undefined) return MISSING;
-      const match = BEARER.exec(authorization);
-      if (!match) return MISSING;
-      const key = match[1]?.trim() ?? "";
-      if (key === "") return INVALID;
-      const digest = createHash("sha256").update(key).digest();
-      const entry = keys.get(digest.toString("hex"));
-      // The map finds the candidate by digest; the final comparison is constant-time anyway.
-      if (!entry || !timingSafeEqual(entry.digest, digest)) return INVALID;
-      if (entry.notAfter !== undefined && now() > entry.notAfter) return INVALID;
-      return entry.consumer;
-    };
-
-    const header = options.consumerHeader;
-    const mode = options.upstreamAuthorization;
     return {
       forOperation: () => ({
         onRequest(exchange) {
           const headers = exchange.req.headers;
+          // Only the gateway says who the consumer is.
           delete headers[header];
-          const result = authenticate(headers.authorization);
-          if (typeof result !== "string") return result;
-          exchange.consumer = result;
-          headers[header] = result;
+          const authorization = headers.authorization;
+          const match = authorization === undefined ? null : BEARER.exec(authorization);
+          if (!match) {
+            exchange.notes.authFailure = authorization === undefined ? "no header" : "not bearer";
+            return MISSING;
+          }
+          const key = match[1]?.trim() ?? "";
+          if (key === "") {
+            exchange.notes.authFailure = "empty key";
+            return INVALID;
+          }
+          const digest = createHash("sha256").update(key).digest();
+          const entry = keys.get(digest.toString("hex"));
+          // The table found the entry by the whole digest already; the comparison stays
+          // constant-time should the table ever be keyed by less.
+          if (entry === undefined || !timingSafeEqual(entry.digest, digest)) {
+            exchange.notes.authFailure = "unknown key";
+            return INVALID;
+          }
+          if (entry.notAfter !== undefined && now() > entry.notAfter) {
+            // Whose key expired helps the operator; the client learns only that it is invalid.
+            exchange.notes.authFailure = "expired key";
+            exchange.notes.keyConsumer = entry.consumer;
+            exchange.notes.keyDigest = digestPrefix(digest.toString("hex"));
+            return INVALID;
+          }
+          exchange.consumer = entry.consumer;
+          headers[header] = entry.consumer;
           if (mode === "strip") delete headers.authorization;
-          else if (mode === "replace") headers.authorization = upstreamAuthorization;
+          else if (mode === "replace") headers.authorization = upstreamCredential;
           return undefined;
         },
       }),
-      close() {
-        clearInterval(poll);
+      async close() {
+        closed = true;
+        clearTimeout(timer);
         process.off("SIGHUP", onHangup);
+        await queue;
       },
     };
   },
 });
 
-function stamp(file: string): string {
-  try {
-    const info = statSync(file);
-    return `${info.mtimeMs}:${info.size}:${info.ino}`;
-  } catch {
-    return "missing";
+function tableOf(text: string): Map<string, KeyEntry> {
+  const table = new Map<string, KeyEntry>();
+  for (const key of parseKeyFile(text).keys) {
+    table.set(key.sha256, {
+      consumer: key.consumer,
+      digest: Buffer.from(key.sha256, "hex"),
+      notAfter: key.notAfter === undefined ? undefined : Date.parse(key.notAfter),
+    });
   }
+  return table;
+}
+
+function describeLoadError(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  // fs errors already name the path; say what happened to it in a word.
+  if (typeof code === "string") return code === "ENOENT" ? "no such file" : `cannot read it (${code})`;
+  return (error as Error).message;
+}
+
+/** What changes when the file (or the target of a symlink on its path) is replaced or rewritten. */
+function stampOf(info: Stats | undefined): string {
+  return info === undefined ? "unreadable" : `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
+}
+
+function readUpstreamCredential(options: AuthOptions): string {
+  const variable = options.upstreamCredentialEnv;
+  if (variable === undefined) {
+    throw new ConfigError(
+      "policies.auth.upstreamAuthorization is replace: set policies.auth.upstreamCredentialEnv to the variable holding the backend's credential",
+    );
+  }
+  const value = process.env[variable]?.trim();
+  if (!value) {
+    throw new ConfigError(
+      `policies.auth.upstreamCredentialEnv: the environment variable ${variable} is empty`,
+    );
+  }
+  // Never quote the value: it is a secret.
+  if (!HEADER_VALUE.test(value)) {
+    throw new ConfigError(
+      `policies.auth.upstreamCredentialEnv: ${variable} holds characters a header cannot carry`,
+    );
+  }
+  return WITH_SCHEME.test(value) ? value : `Bearer ${value}`;
 }
