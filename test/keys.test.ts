@@ -1,0 +1,276 @@
+// `npm run keys` end to end: the CLI as its own process editing a key file, and a real gateway
+// in front of the demo backend process taking the keys it prints.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import {
+  chmodSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import {
+  type BackendProcess,
+  PROJECT_ROOT,
+  request,
+  sha256,
+  startDemoBackendProcess,
+  startGateway,
+  type TestGateway,
+} from "./harness.ts";
+
+const directory = mkdtempSync(join(tmpdir(), "gw-keys-cli-"));
+after(() => rmSync(directory, { recursive: true, force: true }));
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** The CLI as its own process; never without --file or API_KEYS_FILE, so the repository's file is safe. */
+async function keys(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  command = "node",
+): Promise<Run> {
+  const [program, argv] =
+    command === "npm"
+      ? ["npm", ["run", "--silent", "keys", "--", ...args]]
+      : [process.execPath, ["scripts/keys.ts", ...args]];
+  const child = spawn(program, argv, {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const [code] = (await once(child, "close")) as [number | null];
+  return { code, stdout, stderr };
+}
+
+const KEY_LINE = /^(pgw_[A-Za-z0-9_-]{43})\n$/;
+
+/** Adds a key and returns it, checking the CLI printed it alone on stdout. */
+async function add(file: string, consumer: string, ...more: string[]): Promise<string> {
+  const run = await keys(["add", consumer, "--file", file, ...more]);
+  assert.equal(run.code, 0, run.stderr);
+  const match = KEY_LINE.exec(run.stdout);
+  assert.ok(match, `stdout: ${JSON.stringify(run.stdout)}`);
+  return match[1] as string;
+}
+
+const entries = (file: string) =>
+  (JSON.parse(readFileSync(file, "utf8")) as { keys: Record<string, string>[] }).keys;
+
+async function eventually(probe: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await probe())) {
+    if (performance.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe("npm run keys", () => {
+  test("add makes a private file, prints the key once on stdout and stores only its digest", async () => {
+    const file = join(directory, "fresh.json");
+    const run = await keys(["add", "acme", "--file", file]);
+    assert.equal(run.code, 0, run.stderr);
+    const key = KEY_LINE.exec(run.stdout)?.[1] as string;
+    assert.ok(key, run.stdout);
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    const [entry, ...others] = entries(file);
+    assert.equal(others.length, 0);
+    assert.equal(entry?.consumer, "acme");
+    assert.equal(entry?.sha256, sha256(key));
+    assert.match(entry?.created ?? "", /^\d{4}-\d\d-\d\dT/);
+    assert.ok(!readFileSync(file, "utf8").includes(key), "the key itself is not stored");
+    // What people read says whose key and which one, never the key again or its whole digest.
+    assert.match(run.stderr, new RegExp(`a key for acme \\(sha256 ${sha256(key).slice(0, 8)}…`));
+    assert.match(run.stderr, /only time the key is shown/);
+    assert.ok(!run.stderr.includes(key) && !run.stderr.includes(sha256(key)));
+    assert.deepEqual(
+      readdirSync(directory).filter((name) => name.startsWith(".")),
+      [],
+      "no temporary or lock file left behind",
+    );
+  });
+
+  test("list shows consumers and digest prefixes, never a full digest", async () => {
+    const file = join(directory, "list.json");
+    const first = await add(file, "acme");
+    const second = await add(file, "acme", "--not-after", "2000-01-01");
+    await add(file, "beta");
+    const run = await keys(["list", "--file", file]);
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout.trim().split("\n");
+    assert.match(lines[0] ?? "", /^CONSUMER\s+SHA256\s+CREATED\s+NOT AFTER$/);
+    assert.equal(lines.length, 4);
+    assert.match(lines[1] ?? "", new RegExp(`^acme\\s+${sha256(first).slice(0, 8)}…\\s+\\S+\\s+-$`));
+    assert.match(lines[2] ?? "", /2000-01-01T00:00:00.000Z \(expired\)$/);
+    assert.match(lines[3] ?? "", /^beta\s/);
+    assert.doesNotMatch(run.stdout, /[0-9a-f]{9}/, "nothing longer than a prefix");
+    assert.ok(!run.stdout.includes(first) && !run.stdout.includes(second));
+  });
+
+  test("keys from the CLI open a gateway; rotation with overlap; revoke is honoured without a restart", async (t) => {
+    const file = join(directory, "live.json");
+    const oldKey = await add(file, "acme");
+    let backend: BackendProcess | undefined;
+    let gw: TestGateway | undefined;
+    try {
+      backend = await startDemoBackendProcess();
+      gw = await startGateway({
+        upstreamUrl: backend.url,
+        config: { policies: { auth: { keysFile: file, reloadIntervalMs: 100 } } },
+      });
+      const url = `${gw.url}/pets`;
+      const status = async (key: string) => (await request(url, { key })).status;
+      assert.equal(await status(oldKey), 200);
+
+      const newKey = await add(file, "acme");
+      await eventually(async () => (await status(newKey)) === 200, "the second key of acme");
+      assert.equal(await status(oldKey), 200, "both keys work during the overlap");
+
+      const prefix = sha256(oldKey).slice(0, 8);
+      const revoked = await keys(["revoke", "acme", "--digest", prefix, "--file", file]);
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.match(revoked.stderr, /Revoked 1 key of acme/);
+      const changed = performance.now();
+      await eventually(async () => (await status(oldKey)) === 401, "the old key refused");
+      t.diagnostic(`revoked key refused ${Math.round(performance.now() - changed)} ms after the CLI exited`);
+      assert.equal(await status(newKey), 200);
+
+      assert.equal((await keys(["revoke", "acme", "--file", file])).code, 0);
+      await eventually(async () => (await status(newKey)) === 401, "every key of acme refused");
+      assert.deepEqual(entries(file), []);
+      const expired = await add(file, "late", "--not-after", "2001-02-03T04:05:06Z");
+      await eventually(async () => gw?.logs.messages("api keys reloaded").at(-1)?.keys === 1, "the reload");
+      const answer = await request(url, { key: expired });
+      assert.equal(answer.status, 401, "a key past its --not-after");
+      assert.equal(answer.headers["www-authenticate"], 'Bearer error="invalid_token"');
+    } finally {
+      await gw?.close();
+      await backend?.close();
+    }
+  });
+
+  test("API_KEYS_FILE is the default file, and the npm script runs the CLI", async () => {
+    const file = join(directory, "from-env.json");
+    const run = await keys(["add", "ci"], { API_KEYS_FILE: file }, "npm");
+    assert.equal(run.code, 0, run.stderr);
+    const key = KEY_LINE.exec(run.stdout)?.[1];
+    assert.ok(key, JSON.stringify(run.stdout));
+    assert.equal(entries(file)[0]?.sha256, sha256(key));
+  });
+
+  test("an existing file keeps its mode and its other fields; an edit through a symlink keeps the link", async () => {
+    const real = join(directory, "real.json");
+    writeFileSync(
+      real,
+      JSON.stringify({
+        $comment: "ours",
+        keys: [{ consumer: "acme", sha256: sha256("an old key"), owner: "team-a" }],
+      }),
+    );
+    chmodSync(real, 0o640);
+    const link = join(directory, "link.json");
+    symlinkSync(real, link);
+    await add(link, "beta");
+    assert.ok(lstatSync(link).isSymbolicLink());
+    assert.equal(statSync(real).mode & 0o777, 0o640);
+    const file = JSON.parse(readFileSync(real, "utf8")) as {
+      $comment: string;
+      keys: Record<string, string>[];
+    };
+    assert.equal(file.$comment, "ours");
+    assert.equal(file.keys[0]?.owner, "team-a");
+    assert.equal(file.keys[1]?.consumer, "beta");
+  });
+
+  test("concurrent adds all land (the edits are serialized)", async () => {
+    const file = join(directory, "concurrent.json");
+    const added = await Promise.all(["a", "b", "c", "d"].map((consumer) => add(file, consumer)));
+    assert.deepEqual(
+      entries(file)
+        .map((entry) => entry.sha256)
+        .sort(),
+      added.map(sha256).sort(),
+    );
+  });
+
+  test("bad input changes nothing and says why", async () => {
+    const file = join(directory, "guarded.json");
+    await add(file, "acme");
+    const before = readFileSync(file, "utf8");
+    const cases: { args: string[]; code: number; says: RegExp }[] = [
+      { args: ["add", "bad name"], code: 2, says: /a consumer name is 1 to 64 letters/ },
+      { args: ["add"], code: 2, says: /a consumer name is required/ },
+      { args: ["add", "acme", "--not-after", "someday"], code: 2, says: /--not-after must be a date/ },
+      { args: ["rotate", "acme"], code: 2, says: /unknown command rotate/ },
+      { args: ["add", "acme", "--colour"], code: 2, says: /Unknown option '--colour'/ },
+      { args: ["revoke", "nobody"], code: 1, says: /no key of nobody/ },
+      { args: ["revoke", "acme", "--digest", "xyz"], code: 2, says: /--digest takes at least 4 hex digits/ },
+      {
+        args: ["revoke", "acme", "--digest", "00000000"],
+        code: 1,
+        says: /no key of acme with a digest starting/,
+      },
+    ];
+    for (const { args, code, says } of cases) {
+      const run = await keys([...args, "--file", file]);
+      assert.equal(run.code, code, `${args.join(" ")}: ${run.stderr}`);
+      assert.match(run.stderr, says);
+      assert.equal(run.stdout, "");
+    }
+    assert.equal(readFileSync(file, "utf8"), before);
+
+    const broken = join(directory, "broken.json");
+    writeFileSync(broken, '{"keys": [');
+    const refused = await keys(["add", "acme", "--file", broken]);
+    assert.equal(refused.code, 1);
+    assert.match(
+      refused.stderr,
+      /is not a valid key file, left as it is: \/keys\/0 is not valid JSON \(it ends too early\)$/m,
+    );
+    assert.equal(readFileSync(broken, "utf8"), '{"keys": [');
+
+    const missing = await keys(["list", "--file", join(directory, "absent.json")]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /absent\.json does not exist/);
+  });
+});
+
+describe("the example key file", () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startGateway({
+      upstreamUrl: "http://127.0.0.1:9/v1",
+      config: { policies: { auth: { keysFile: join(PROJECT_ROOT, "config/api-keys.example.json") } } },
+    });
+  });
+  after(() => gw.close());
+
+  test("is a valid key file whose digests open nothing", async () => {
+    const file = JSON.parse(readFileSync(join(PROJECT_ROOT, "config/api-keys.example.json"), "utf8")) as {
+      keys: { sha256: string }[];
+    };
+    for (const { sha256: digest } of file.keys) {
+      assert.equal((await request(`${gw.url}/pets`, { key: digest })).status, 401);
+    }
+  });
+});
