@@ -624,7 +624,7 @@ describe("reloading the key file", () => {
       await eventually(
         () => gw.logs.messages("api keys reloaded").find((line) => line.why === "SIGHUP"),
         "a reload on SIGHUP",
-        1500,
+        3000,
       );
       assert.equal(await statusWith(gw, fresh), 200);
       assert.equal(await statusWith(gw, old), 401);
