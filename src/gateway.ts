@@ -7,9 +7,9 @@ import { type ErrorCode, errorBody, gatewayError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics, UNMATCHED } from "./metrics.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
-import { createOpsHandler } from "./ops.ts";
+import { createOpsHandler, localOpsSource } from "./ops.ts";
 import { createPipeline } from "./pipeline.ts";
-import type { AnyPolicyDefinition, PolicyContext, PolicyInstance } from "./policy.ts";
+import type { AnyPolicyDefinition, OpsReport, PolicyContext, PolicyInstance } from "./policy.ts";
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -32,6 +32,8 @@ export interface Gateway {
   readonly handle: (req: IncomingMessage, res: ServerResponse) => void;
   /** /metrics, /healthz, /readyz and the policies' reports. */
   readonly handleOps: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The policies' ops reports by path, for a primary that merges them over workers. */
+  readonly opsReports: ReadonlyMap<string, OpsReport>;
   isReady(): boolean;
   /** Readiness goes false and every answer from now on carries Connection: close. */
   drain(): void;
@@ -70,7 +72,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   let draining = false;
   const isReady = () => !draining && instances.every((instance) => instance.isReady?.() ?? true);
-  const handleOps = createOpsHandler({ metrics, isReady, policies: instances });
+  const opsReports = new Map<string, OpsReport>();
+  for (const instance of instances) {
+    for (const [path, report] of Object.entries(instance.opsReports ?? {})) opsReports.set(path, report);
+  }
+  const handleOps = createOpsHandler({ reports: opsReports, isReady, source: localOpsSource(metrics) });
 
   return {
     api,
@@ -78,6 +84,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger,
     handle: pipeline.handle,
     handleOps,
+    opsReports,
     isReady,
     drain() {
       draining = true;
@@ -131,12 +138,19 @@ const CLIENT_ERRORS: Readonly<Record<string, ErrorCode>> = {
 
 // What Node's parser refuses never reaches the handler; answer it with the Error object too.
 function answerClientError(error: NodeJS.ErrnoException, socket: Socket, gateway: Gateway): void {
-  const code = CLIENT_ERRORS[error.code ?? ""] ?? "BAD_REQUEST";
+  const parserError = error.code ?? "";
+  const code = CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined);
+  if (code === undefined) {
+    // A reset or broken pipe is the client leaving, not a request the gateway refused.
+    socket.destroy();
+    return;
+  }
   const reply = gatewayError(code);
-  gateway.metrics.rejections.labels(UNMATCHED, reply.reason, reply.code).inc();
+  // Counted and logged like any refusal; with no request line there is no operation or method.
+  gateway.metrics.observeRejection(UNMATCHED, reply.reason, reply.code);
   gateway.logger.info(
-    { operation: UNMATCHED, status: reply.status, code, parserError: error.code },
-    "client error",
+    { operation: UNMATCHED, status: reply.status, code, reason: reply.reason, parserError },
+    "request",
   );
   if (!socket.writable || (error as { bytesParsed?: number }).bytesParsed === undefined) {
     socket.destroy();

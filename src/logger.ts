@@ -18,7 +18,13 @@ export interface LoggerHandle {
 
 export function createLogger(level: string, destination?: DestinationStream): LoggerHandle {
   // Asynchronous, buffered stdout: the hot path never waits on a write. flush() empties it.
-  const sonic = destination ? undefined : pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  // Several worker processes share one stdout, usually a pipe: a write of at most PIPE_BUF
+  // (4096 bytes on Linux) is atomic there, and SonicBoom starts every write at a line boundary,
+  // so with maxWrite at 4096 the lines of two workers never interleave. The periodic flush keeps
+  // a quiet gateway's lines from waiting in the buffer.
+  const sonic = destination
+    ? undefined
+    : pino.destination({ dest: 1, sync: false, minLength: 2048, maxWrite: 4096, periodicFlush: 500 });
   const logger = pino(
     {
       level,

@@ -1,9 +1,28 @@
 // The prom-client registry and every instrument of the gateway. Seconds, not milliseconds;
-// every label value comes from a bounded set (operationIds, catalogue codes, consumers).
+// every label value comes from a bounded set (operationIds, methods, status codes, catalogue
+// codes, consumers of the key file). The two HTTP histograms are OpenTelemetry's
+// http.server.request.duration and http.client.request.duration named as an OpenTelemetry
+// Prometheus exporter names them (dots become underscores, the unit a suffix), so dashboards
+// built for those conventions work unchanged; `operation` is the gateway's own dimension.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { RejectionReason } from "./errors.ts";
 
 /** The operation label of a request the description does not know: one value, never the raw path. */
 export const UNMATCHED = "unmatched";
+
+// OpenTelemetry's http.request.method: the methods of RFC 9110 and PATCH by name, anything else
+// as _OTHER, so a client cannot mint label values with exotic methods on unknown paths.
+const KNOWN_METHODS = new Set([
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "DELETE",
+  "CONNECT",
+  "OPTIONS",
+  "TRACE",
+  "PATCH",
+]);
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 // The gateway's own share is micro- to milliseconds: prom-client's defaults start at 5 ms.
@@ -11,11 +30,14 @@ const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005
 
 export interface Metrics {
   readonly registry: Registry;
+  /** Every answer to a request, whoever gave it. */
   observeRequest(operation: string, method: string, status: number, seconds: number): void;
+  /** Every answer the backend gave (its status, before any policy replaced it). */
   observeUpstream(operation: string, method: string, status: number, seconds: number): void;
   observeOverhead(operation: string, seconds: number): void;
+  /** An answer the gateway gave itself instead of the backend's. */
+  observeRejection(operation: string, reason: RejectionReason, code: string): void;
   readonly rejections: Counter<"operation" | "reason" | "code">;
-  readonly upstreamErrorAnswers: Counter<"operation" | "status_code">;
   readonly limitAdjustments: Counter<"operation" | "parameter" | "adjustment">;
   readonly contractViolations: Counter<"operation" | "rule" | "mode">;
   readonly deprecatedCalls: Counter<"operation" | "consumer">;
@@ -25,6 +47,8 @@ export interface Metrics {
   readonly upstreamUp: Gauge;
 }
 
+const HTTP_LABELS = ["operation", "http_request_method", "http_response_status_code"] as const;
+
 export function createMetrics(options: { readonly defaultMetrics: boolean }): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
@@ -33,70 +57,65 @@ export function createMetrics(options: { readonly defaultMetrics: boolean }): Me
   const requestDuration = new Histogram({
     name: "http_server_request_duration_seconds",
     help: "Time from the request's arrival to the end of the gateway's answer, by operation, method and status",
-    labelNames: ["operation", "method", "status_code"] as const,
+    labelNames: HTTP_LABELS,
     buckets: LATENCY_BUCKETS,
     registers,
   });
   const upstreamDuration = new Histogram({
     name: "http_client_request_duration_seconds",
-    help: "Time the backend took, from sending the request to the end of its answer, by operation, method and status",
-    labelNames: ["operation", "method", "status_code"] as const,
+    help: "Time the backend took, from sending the request to the end of its answer, by operation, method and the backend's status",
+    labelNames: HTTP_LABELS,
     buckets: LATENCY_BUCKETS,
     registers,
   });
   const overhead = new Histogram({
     name: "gateway_overhead_seconds",
-    help: "Time the gateway itself spent on a proxied request (total minus the backend's time), by operation",
+    help: "Time the gateway itself spent on a request the backend answered (total minus the backend's time), by operation",
     labelNames: ["operation"] as const,
     buckets: OVERHEAD_BUCKETS,
     registers,
   });
+  const rejections = new Counter({
+    name: "gateway_rejections_total",
+    help: "Requests the gateway answered itself instead of with the backend's answer, by operation, reason and error code",
+    labelNames: ["operation", "reason", "code"] as const,
+    registers,
+  });
 
-  // Label children are looked up once per (operation, method, status) and reused: hashing label
-  // values on every request is measurable at tens of thousands of requests per second.
-  const childCache = <T>(make: (key: string[]) => T) => {
+  // Label children are looked up once per label combination and reused: prom-client hashes the
+  // label values on every labels() call, which is measurable at tens of thousands of requests/s.
+  const childCache = <T>(make: (a: string, b: string, c: string) => T) => {
     const cache = new Map<string, T>();
-    return (...key: string[]): T => {
-      const id = key.join("\u0000");
+    return (a: string, b: string, c: string): T => {
+      const id = `${a} ${b} ${c}`;
       let child = cache.get(id);
       if (child === undefined) {
-        child = make(key);
+        child = make(a, b, c);
         cache.set(id, child);
       }
       return child;
     };
   };
-  const requestChild = childCache(([o, m, s]) =>
-    requestDuration.labels(o as string, m as string, s as string),
-  );
-  const upstreamChild = childCache(([o, m, s]) =>
-    upstreamDuration.labels(o as string, m as string, s as string),
-  );
-  const overheadChild = childCache(([o]) => overhead.labels(o as string));
+  const requestChild = childCache((o, m, s) => requestDuration.labels(o, m, s));
+  const upstreamChild = childCache((o, m, s) => upstreamDuration.labels(o, m, s));
+  const overheadChild = childCache((o) => overhead.labels(o));
+  const rejectionChild = childCache((o, r, c) => rejections.labels(o, r, c));
 
   return {
     registry,
     observeRequest(operation, method, status, seconds) {
-      requestChild(operation, method, statusLabel(status)).observe(seconds);
+      requestChild(operation, methodLabel(method), statusLabel(status)).observe(seconds);
     },
     observeUpstream(operation, method, status, seconds) {
-      upstreamChild(operation, method, statusLabel(status)).observe(seconds);
+      upstreamChild(operation, methodLabel(method), statusLabel(status)).observe(seconds);
     },
     observeOverhead(operation, seconds) {
-      overheadChild(operation).observe(Math.max(seconds, 0));
+      overheadChild(operation, "", "").observe(Math.max(seconds, 0));
     },
-    rejections: new Counter({
-      name: "gateway_rejections_total",
-      help: "Requests the gateway answered itself instead of with the backend's answer, by operation, reason and error code",
-      labelNames: ["operation", "reason", "code"] as const,
-      registers,
-    }),
-    upstreamErrorAnswers: new Counter({
-      name: "gateway_upstream_error_responses_total",
-      help: "Backend answers with status 5xx or 429, passed through to the client, by operation and status",
-      labelNames: ["operation", "status_code"] as const,
-      registers,
-    }),
+    observeRejection(operation, reason, code) {
+      rejectionChild(operation, reason, code).inc();
+    },
+    rejections,
     limitAdjustments: new Counter({
       name: "gateway_limit_adjustments_total",
       help: "Query parameters the gateway defaulted or clamped before the backend saw them (not rejections)",
@@ -121,19 +140,32 @@ export function createMetrics(options: { readonly defaultMetrics: boolean }): Me
       labelNames: ["operation", "stability", "consumer"] as const,
       registers,
     }),
-    apiKeys: new Gauge({ name: "gateway_api_keys", help: "API keys currently loaded", registers }),
+    // Every worker loads the same key file: summing over workers would multiply the count.
+    apiKeys: new Gauge({
+      name: "gateway_api_keys",
+      help: "API keys currently loaded",
+      aggregator: "max",
+      registers,
+    }),
     apiKeyReloads: new Counter({
       name: "gateway_api_key_reloads_total",
-      help: "Reloads of the API key file, by result (ok, error)",
+      help: "Reloads of the API key file, by result (ok, error); every worker reloads on its own",
       labelNames: ["result"] as const,
       registers,
     }),
     upstreamUp: new Gauge({
       name: "gateway_upstream_up",
-      help: "1 when the last attempt to reach the backend connected, 0 when it failed to connect",
+      help: "1 when the last attempt to reach the backend connected, 0 when it failed (and before the first attempt)",
+      // Over several workers: up when any worker's last attempt connected.
+      aggregator: "max",
       registers,
     }),
   };
+}
+
+/** The method as a label value: OpenTelemetry's known methods by name, anything else _OTHER. */
+export function methodLabel(method: string): string {
+  return KNOWN_METHODS.has(method) ? method : "_OTHER";
 }
 
 const STATUS_LABELS = new Map<number, string>();

@@ -1,42 +1,62 @@
 // The ops port: what operators scrape and probe. Never served on the public port.
+// Where the numbers come from is a source: this process alone, or (src/cluster.ts) every worker
+// of a process group, collected over IPC and merged, so a scrape sees one consistent set.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Metrics } from "./metrics.ts";
-import type { OpsReport, PolicyInstance } from "./policy.ts";
+import type { OpsReport } from "./policy.ts";
 
 type OpsHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 
+export interface OpsSource {
+  /** The Prometheus text exposition of every process serving requests. */
+  metrics(): Promise<string>;
+  readonly contentType: string;
+  /** Every serving process's part of a report (report.collect() in each). */
+  reportParts(path: string, report: OpsReport): Promise<unknown[]>;
+}
+
 export interface OpsOptions {
-  readonly metrics: Metrics;
+  /** The policies' reports, by path (e.g. "/deprecations"). */
+  readonly reports: ReadonlyMap<string, OpsReport>;
+  /** The document compiled, the keys loaded, not draining. */
   isReady(): boolean;
-  readonly policies: readonly PolicyInstance[];
+  readonly source: OpsSource;
+}
+
+/** This process's own metrics and report parts. */
+export function localOpsSource(metrics: Metrics): OpsSource {
+  return {
+    metrics: () => metrics.registry.metrics(),
+    contentType: metrics.registry.contentType,
+    reportParts: async (_path, report) => [report.collect()],
+  };
 }
 
 export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const { source } = options;
   const routes = new Map<string, OpsHandler>();
-  for (const policy of options.policies) {
-    for (const [path, report] of Object.entries(policy.opsReports ?? {})) {
-      routes.set(path, (_req, res, url) => serveReport(report, url, res));
-    }
+  for (const [path, report] of options.reports) {
+    routes.set(path, (_req, res, url) => {
+      source
+        .reportParts(path, report)
+        .then((parts) => report.render(report.merge(parts), url, res))
+        .catch(() => failed(res, "REPORT_FAILED", "the report could not be collected"));
+    });
   }
+  // Liveness: the process answers. Nothing else, so a slow backend never gets a replica killed.
   routes.set("/healthz", (_req, res) => sendJson(res, 200, { status: "ok" }));
   routes.set("/readyz", (_req, res) => {
     const ready = options.isReady();
     sendJson(res, ready ? 200 : 503, { status: ready ? "ready" : "not ready" });
   });
   routes.set("/metrics", (_req, res) => {
-    const { registry } = options.metrics;
-    registry.metrics().then(
-      (text) => {
-        res.writeHead(200, { "content-type": registry.contentType });
+    source
+      .metrics()
+      .then((text) => {
+        res.writeHead(200, { "content-type": source.contentType, "cache-control": "no-store" });
         res.end(text);
-      },
-      () =>
-        sendJson(res, 500, {
-          code: "METRICS_FAILED",
-          message: "metrics could not be collected",
-          status: 500,
-        }),
-    );
+      })
+      .catch(() => failed(res, "METRICS_FAILED", "metrics could not be collected"));
   });
   return (req, res) => {
     const url = new URL(req.url ?? "/", "http://ops.invalid");
@@ -60,6 +80,6 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
   res.end(body);
 }
 
-function serveReport(report: OpsReport, url: URL, res: ServerResponse): void {
-  report.render(report.merge([report.collect()]), url, res);
+function failed(res: ServerResponse, code: string, message: string): void {
+  if (!res.headersSent) sendJson(res, 500, { code, message, status: 500 });
 }

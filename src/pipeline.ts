@@ -260,6 +260,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     }
     writeUpstreamHead(exchange, chain, response, undefined);
     response.on("error", onStreamedResponseError);
+    // The deadline stopped with the head; the backend's time runs to the end of its body.
+    response.once("end", onStreamedResponseEnd);
     response.pipe(exchange.res);
   }
 
@@ -290,6 +292,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       writeUpstreamHead(exchange, chain, response, undefined);
       for (const buffered of chunks) exchange.res.write(buffered);
       response.on("error", onStreamedResponseError);
+      response.once("end", onStreamedResponseEnd);
       response.pipe(exchange.res);
       response.resume();
     };
@@ -439,22 +442,19 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const seconds = (end - exchange.startedAt) / 1000;
     metrics.observeRequest(operation, method, status, seconds);
     const { rejection } = exchange;
-    if (rejection) metrics.rejections.labels(operation, rejection.reason, rejection.code).inc();
+    if (rejection) metrics.observeRejection(operation, rejection.reason, rejection.code);
     let upstreamMs: number | undefined;
     if (exchange.upstreamStartedAt !== 0 && exchange.upstreamStatus !== 0) {
       upstreamMs = exchange.upstreamEndedAt - exchange.upstreamStartedAt;
       metrics.observeUpstream(operation, method, exchange.upstreamStatus, upstreamMs / 1000);
       metrics.observeOverhead(operation, seconds - upstreamMs / 1000);
-      if (exchange.upstreamStatus >= 500 || exchange.upstreamStatus === 429) {
-        metrics.upstreamErrorAnswers.labels(operation, String(exchange.upstreamStatus)).inc();
-      }
     }
     logger.info(
       {
         reqId: exchange.requestId,
         operation,
         method,
-        path: truncate(exchange.url),
+        path: loggedPath(exchange.url),
         status,
         durationMs: round(end - exchange.startedAt),
         upstreamMs: upstreamMs === undefined ? undefined : round(upstreamMs),
@@ -485,6 +485,11 @@ function onStreamedResponseError(this: IncomingMessage): void {
   // The answer is already on its way: cut the connection so the client sees it incomplete.
   exchange.notes.upstreamFault = "reset mid-body";
   exchange.res.destroy();
+}
+
+function onStreamedResponseEnd(this: IncomingMessage): void {
+  const exchange = (this as Carrier)[EXCHANGE];
+  if (exchange) exchange.upstreamEndedAt = performance.now();
 }
 
 function ignoreClientError(): void {
@@ -578,8 +583,13 @@ function normalizeAddress(address: string): string {
   return address.startsWith("::ffff:") ? address.slice(7) : address;
 }
 
-function truncate(text: string): string {
-  return text.length > 256 ? `${text.slice(0, 256)}…` : text;
+// A key pasted into the query string (?api_key=…) is refused, but its line must not keep it.
+const CREDENTIAL_QUERY = /([?&][^=&]*(?:key|token|auth|secret|password|signature)[^=&]*=)[^&]*/gi;
+
+/** The request target for the log: bounded in length, with credential-looking query values redacted. */
+function loggedPath(url: string): string {
+  const text = url.length > 256 ? `${url.slice(0, 256)}…` : url;
+  return text.includes("?") ? text.replace(CREDENTIAL_QUERY, "$1[redacted]") : text;
 }
 
 function round(ms: number): number {

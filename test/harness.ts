@@ -11,10 +11,10 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
-import pino from "pino";
 import policies from "../policies/index.ts";
 import { type GatewayConfig, validateConfig } from "../src/config.ts";
 import { buildGateway, type Gateway } from "../src/gateway.ts";
+import { createLogger } from "../src/logger.ts";
 import type { AnyPolicyDefinition } from "../src/policy.ts";
 
 export const PROJECT_ROOT = resolve(import.meta.dirname, "..");
@@ -123,17 +123,8 @@ export interface StartGatewayOptions {
 export async function startGateway(options: StartGatewayOptions): Promise<TestGateway> {
   const config = validateConfig({ port: 0, opsPort: 0, ...options.config }, options.policies ?? policies);
   const logs = new LogCapture();
-  const logger = pino(
-    {
-      level: config.log.level,
-      redact: {
-        paths: ["authorization", "headers.authorization", "req.headers.authorization"],
-        censor: "[redacted]",
-      },
-      formatters: { level: (label) => ({ level: label }) },
-    },
-    logs,
-  );
+  // The gateway's own logger configuration (redaction included), writing into the capture.
+  const { logger } = createLogger(config.log.level, logs);
   const built = buildGateway({
     config,
     policies: options.policies ?? policies,
@@ -240,7 +231,7 @@ export function parsePrometheus(text: string): Sample[] {
 }
 
 /** Scrapes /metrics of a test gateway. */
-export async function scrape(gateway: TestGateway): Promise<Sample[]> {
+export async function scrape(gateway: { readonly opsUrl: string }): Promise<Sample[]> {
   const answer = await request(`${gateway.opsUrl}/metrics`);
   if (answer.status !== 200) throw new Error(`/metrics answered ${answer.status}`);
   return parsePrometheus(answer.body);
@@ -257,4 +248,101 @@ export function sampleValue(
       sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value),
   );
   return found.reduce((sum, sample) => sum + sample.value, 0);
+}
+
+export interface GatewayProcess {
+  readonly child: ChildProcess;
+  /** http://127.0.0.1:PORT */
+  readonly origin: string;
+  readonly opsUrl: string;
+  /** The generated demo key, when the program runs the demo. */
+  readonly demoKey: string | undefined;
+  /** Every JSON line written to stdout so far. */
+  readonly lines: Record<string, unknown>[];
+  /** The first line, written or still to come, that matches. */
+  waitFor(
+    match: (line: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
+  /** Sends the signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Resolves with the exit code when the process exits. */
+  readonly exited: Promise<number | null>;
+}
+
+/** `node src/main.ts` as its own process, on ports the OS chose; resolves once it listens. */
+export async function startGatewayProcess(env: Record<string, string> = {}): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, ["src/main.ts"], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: Record<string, unknown>[] = [];
+  const waiters = new Set<{
+    match: (line: Record<string, unknown>) => boolean;
+    found: (line: Record<string, unknown>) => void;
+  }>();
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (text: string) => {
+    let line: Record<string, unknown>;
+    try {
+      line = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    lines.push(line);
+    for (const waiter of waiters) if (waiter.match(line)) waiter.found(line);
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = once(child, "exit");
+  const waitFor = (match: (line: Record<string, unknown>) => boolean, timeoutMs = 15_000) =>
+    new Promise<Record<string, unknown>>((resolveLine, rejectLine) => {
+      const seen = lines.find(match);
+      if (seen) return resolveLine(seen);
+      const timer = setTimeout(() => {
+        waiters.delete(waiter);
+        rejectLine(new Error(`no such line within ${timeoutMs} ms; stderr: ${stderr}`));
+      }, timeoutMs);
+      const waiter = {
+        match,
+        found: (line: Record<string, unknown>) => {
+          clearTimeout(timer);
+          waiters.delete(waiter);
+          resolveLine(line);
+        },
+      };
+      waiters.add(waiter);
+    });
+  const listening = await Promise.race([
+    waitFor((line) => line.msg === "gateway listening"),
+    exited.then(([code]) => {
+      throw new Error(`the gateway exited with ${code}: ${stderr}`);
+    }),
+  ]);
+  // The demo's how-to-call line (with the key) goes to stderr.
+  for (
+    let waited = 0;
+    listening.environment === "demo" && !stderr.includes("\n") && waited < 5000;
+    waited += 20
+  ) {
+    await new Promise((done) => setTimeout(done, 20));
+  }
+  return {
+    child,
+    origin: `http://127.0.0.1:${listening.port}`,
+    opsUrl: `http://127.0.0.1:${listening.opsPort}`,
+    get demoKey() {
+      return /Bearer (\S+)'/.exec(stderr)?.[1];
+    },
+    lines,
+    waitFor,
+    exited: exited.then(([code]) => code as number | null),
+    async stop(signal = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const [code] = await exited;
+      return code as number | null;
+    },
+  };
 }
