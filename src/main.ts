@@ -1,88 +1,59 @@
 // The program behind `npm start` and the Docker image: load config -> choose the upstream (or the
-// demo) -> build the gateway -> listen -> shut down gracefully.
-import { once } from "node:events";
-import type { AddressInfo } from "node:net";
+// demo) -> serve, in this one process (WORKERS=1) or as the primary of WORKERS worker processes.
+import cluster from "node:cluster";
 import policies from "../policies/index.ts";
-import { ConfigError, type GatewayConfig, loadConfig } from "./config.ts";
+import { runPrimary, runWorker, workerCount } from "./cluster.ts";
+import { ConfigError, loadConfig } from "./config.ts";
 import { type DemoSetup, startDemo } from "./demo.ts";
-import { buildGateway } from "./gateway.ts";
 import { createLogger } from "./logger.ts";
 import { ApiDescriptionError } from "./openapi.ts";
+import { type ProcessSetup, serve } from "./serve.ts";
 import { chooseUpstream } from "./upstream-choice.ts";
 
 async function main(): Promise<void> {
-  let config: GatewayConfig = loadConfig({ policies });
+  // A worker gets its whole setup from the primary, the demo backend's address included.
+  if (cluster.isWorker) return runWorker();
+  let config = loadConfig({ policies });
   const choice = chooseUpstream(config);
   let demo: DemoSetup | undefined;
   if (choice.kind === "demo") {
+    // Once per machine, in the primary: every worker proxies to it and shares its key file.
     demo = await startDemo({ keysFileGiven: Boolean(process.env.API_KEYS_FILE) });
     config = loadConfig({ policies, env: { ...process.env, ...demo.env } });
   }
-  const { logger, flush } = createLogger(config.log.level);
-  const { gateway, server, opsServer } = buildGateway({
-    config,
-    policies,
-    upstreamUrl: demo ? demo.upstreamUrl : (choice as { url: string }).url,
-    environment: demo ? "demo" : (choice as { environment: string }).environment,
-    logger,
-  });
-  server.listen(config.port, config.host);
-  opsServer.listen(config.opsPort, config.opsHost);
-  await Promise.all([once(server, "listening"), once(opsServer, "listening")]);
-  const port = (server.address() as AddressInfo).port;
-  const opsPort = (opsServer.address() as AddressInfo).port;
-  logger.info(
-    {
-      port,
-      opsPort,
-      environment: demo ? "demo" : choice.kind === "configured" ? choice.environment : undefined,
-    },
-    "gateway listening",
-  );
-  if (demo) {
+  const setup: ProcessSetup =
+    choice.kind === "demo"
+      ? { config, upstreamUrl: (demo as DemoSetup).upstreamUrl, environment: "demo" }
+      : { config, upstreamUrl: choice.url, environment: choice.environment };
+  const log = createLogger(config.log.level);
+  const onStopped = async () => {
+    await demo?.close();
+  };
+  const announce = (port: number, opsPort: number) => {
+    if (!demo) return;
     const key = demo.apiKey ? `-H 'Authorization: Bearer ${demo.apiKey}' ` : "";
     process.stderr.write(
       `petstore-gateway in front of the demo backend. Try: curl -s ${key}http://localhost:${port}/v1/pets  (metrics: http://localhost:${opsPort}/metrics)\n`,
     );
-  }
-
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) {
-      // A second signal means now.
-      flush();
-      process.exit(1);
-    }
-    stopping = true;
-    logger.info({ signal, drainMs: config.server.shutdownDrainMs }, "shutting down");
-    gateway.drain();
-    const deadline = setTimeout(() => {
-      logger.warn("shutdown deadline reached; exiting with requests still open");
-      flush();
-      process.exit(1);
-    }, config.server.shutdownTimeoutMs);
-    deadline.unref();
-    // Load balancers take a moment to see readiness go false: keep serving meanwhile.
-    setTimeout(() => {
-      server.close(async () => {
-        opsServer.close();
-        opsServer.closeAllConnections();
-        await gateway.close();
-        await demo?.close();
-        logger.info("stopped");
-        flush();
-        process.exit(0);
-      });
-      server.closeIdleConnections();
-    }, config.server.shutdownDrainMs).unref();
   };
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  process.on("SIGINT", () => shutdown("SIGINT"));
+
+  const workers = workerCount(config.workers);
+  if (workers > 1) return runPrimary({ setup, workers, log, onListening: announce, onStopped });
+  const serving = await serve(setup, { log, ops: true, onStopped });
+  const opsPort = serving.opsPort as number;
+  log.logger.info(
+    { port: serving.port, opsPort, workers: 1, environment: setup.environment },
+    "gateway listening",
+  );
+  announce(serving.port, opsPort);
 }
 
 main().catch((error: unknown) => {
   // One line naming the problem: a bad config field, a broken description, a busy port.
-  const known = error instanceof ConfigError || error instanceof ApiDescriptionError;
+  const known =
+    error instanceof ConfigError ||
+    error instanceof ApiDescriptionError ||
+    typeof (error as NodeJS.ErrnoException)?.syscall === "string";
   process.stderr.write(
     `petstore-gateway: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`,
   );

@@ -1,0 +1,101 @@
+// One serving process: the whole gateway when WORKERS=1, or one cluster worker (whose ops port
+// is the primary's). Listens, and shuts down gracefully: readiness goes false, requests keep
+// being served through the drain delay, then in-flight ones complete, and the logs are flushed
+// before the process exits, since they are the record of deprecated calls.
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
+import policies from "../policies/index.ts";
+import type { GatewayConfig } from "./config.ts";
+import { buildGateway, type Gateway } from "./gateway.ts";
+import type { LoggerHandle } from "./logger.ts";
+
+/** What a serving process needs: the validated config and the backend it fronts. */
+export interface ProcessSetup {
+  readonly config: GatewayConfig;
+  /** The backend, with its own base path. */
+  readonly upstreamUrl: string;
+  /** "production", "staging", or "demo". */
+  readonly environment: string;
+}
+
+export interface ServeOptions {
+  readonly log: LoggerHandle;
+  /** Open the ops port as well; a cluster worker leaves it to the primary. */
+  readonly ops: boolean;
+  /** Runs after the servers closed, before the logs are flushed (e.g. stop the demo backend). */
+  readonly onStopped?: () => Promise<void>;
+}
+
+export interface Serving {
+  readonly gateway: Gateway;
+  readonly port: number;
+  readonly opsPort: number | undefined;
+  /** Starts the graceful shutdown; calling it again changes nothing. */
+  stop(why: string): void;
+}
+
+export async function serve(setup: ProcessSetup, options: ServeOptions): Promise<Serving> {
+  const { config } = setup;
+  const { logger, flush } = options.log;
+  const { gateway, server, opsServer } = buildGateway({
+    config,
+    policies,
+    upstreamUrl: setup.upstreamUrl,
+    environment: setup.environment,
+    logger,
+  });
+  const listening = [once(server, "listening")];
+  server.listen(config.port, config.host);
+  if (options.ops) {
+    opsServer.listen(config.opsPort, config.opsHost);
+    listening.push(once(opsServer, "listening"));
+  }
+  await Promise.all(listening);
+
+  let stopping = false;
+  const stop = (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ why, drainMs: config.server.shutdownDrainMs }, "shutting down");
+    gateway.drain();
+    const deadline = setTimeout(() => {
+      logger.warn("shutdown deadline reached; exiting with requests still open");
+      flush();
+      process.exit(1);
+    }, config.server.shutdownTimeoutMs);
+    deadline.unref();
+    // Load balancers take a moment to see readiness go false: keep serving meanwhile.
+    setTimeout(() => {
+      server.close(async () => {
+        if (options.ops) {
+          opsServer.close();
+          opsServer.closeAllConnections();
+        }
+        await gateway.close();
+        await options.onStopped?.();
+        logger.info("stopped");
+        flush();
+        process.exit(0);
+      });
+      server.closeIdleConnections();
+    }, config.server.shutdownDrainMs).unref();
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      // A second signal means now.
+      logger.warn({ signal }, "second signal; exiting now");
+      flush();
+      process.exit(1);
+    }
+    stop(signal);
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+
+  return {
+    gateway,
+    port: (server.address() as AddressInfo).port,
+    opsPort: options.ops ? (opsServer.address() as AddressInfo).port : undefined,
+    stop,
+  };
+}
