@@ -31,6 +31,8 @@ const { file: keysFile, keys } = writeKeysFile(["acme"]);
 const key = (keys[0] as { key: string }).key;
 const CAP = 32_768;
 const VIOLATIONS = "gateway_contract_violations_total";
+// The backend's answers by status: its 5xx and 429 are counted there, not as violations.
+const UPSTREAM_ANSWERS = "http_client_request_duration_seconds_count";
 
 const pet = (id: number, status = "available", name = `Pet ${id}`) => ({ id, name, categoryId: 1, status });
 const pets = (count: number, status?: string) =>
@@ -354,9 +356,9 @@ describe("a gateway in front of a deliberately wrong backend", () => {
         json(status, body, { headers: { "content-type": "application/json", "retry-after": "7" } }),
       );
       for (const gw of [enforcing, reporting]) {
-        const labels = { operation: "listPets", status_code: String(status) };
+        const labels = { operation: "listPets", http_response_status_code: String(status) };
         const samples = await scrape(gw);
-        const faults = sampleValue(samples, "gateway_upstream_error_responses_total", labels);
+        const faults = sampleValue(samples, UPSTREAM_ANSWERS, labels);
         const violations = sampleValue(samples, VIOLATIONS);
         const answer = await request(`${gw.url}/pets`, {
           key,
@@ -367,7 +369,7 @@ describe("a gateway in front of a deliberately wrong backend", () => {
         assert.equal(answer.body, body);
         await eventually(async () => {
           const after = await scrape(gw);
-          assert.equal(sampleValue(after, "gateway_upstream_error_responses_total", labels), faults + 1);
+          assert.equal(sampleValue(after, UPSTREAM_ANSWERS, labels), faults + 1);
           assert.equal(sampleValue(after, VIOLATIONS), violations);
         });
         assert.equal(violationLines(gw, `fault-${status}`).length, 0);
