@@ -211,6 +211,14 @@ describe("metrics and access log after a known mix of requests", () => {
     assert.ok(overhead > 0 && overhead < total, `overhead ${overhead} s of ${total} s`);
   });
 
+  test("deprecated calls are counted per consumer once authenticated, whatever the backend answered", () => {
+    const calls = (consumer: string) =>
+      sampleValue(samples, "gateway_deprecated_calls_total", { operation: "getPet", consumer });
+    assert.equal(calls("acme"), 4);
+    assert.equal(calls("globex"), 1);
+    assert.equal(sampleValue(samples, "gateway_deprecated_calls_total"), 5);
+  });
+
   test("what is not a refusal is counted on its own: the limit defaulted on the way", () => {
     assert.equal(
       sampleValue(samples, "gateway_limit_adjustments_total", {

@@ -25,15 +25,32 @@ const served = (samples: readonly Sample[], status: string) =>
   });
 
 /** Sends `count` requests, each on its own connection so the primary spreads them over the workers. */
-async function sendEach(gateway: GatewayProcess, count: number, key: string | undefined): Promise<number[]> {
+async function sendEach(
+  gateway: GatewayProcess,
+  count: number,
+  key: string | undefined,
+  path = "/v1/pets",
+): Promise<number[]> {
   const statuses: number[] = [];
   for (let i = 0; i < count; i += 4) {
     const batch = Array.from({ length: Math.min(4, count - i) }, () =>
-      request(`${gateway.origin}/v1/pets`, key === undefined ? {} : { key }).then((answer) => answer.status),
+      request(`${gateway.origin}${path}`, key === undefined ? {} : { key }).then((answer) => answer.status),
     );
     statuses.push(...(await Promise.all(batch)));
   }
   return statuses;
+}
+
+/** The calls of the demo consumer to getPet, as the primary's merged /deprecations report counts them. */
+async function deprecatedCallsReported(gateway: GatewayProcess): Promise<number> {
+  const answer = await request(`${gateway.opsUrl}/deprecations`);
+  assert.equal(answer.status, 200);
+  const report = answer.json<{
+    operations: { operation: string; calls: number; callers: { consumer: string; calls: number }[] }[];
+  }>();
+  const getPet = report.operations.find((operation) => operation.operation === "getPet");
+  assert.equal(getPet?.callers.find((caller) => caller.consumer === "demo")?.calls, getPet?.calls);
+  return getPet?.calls ?? 0;
 }
 
 describe("WORKERS=2: one port, two worker processes, one set of metrics", () => {
@@ -41,6 +58,7 @@ describe("WORKERS=2: one port, two worker processes, one set of metrics", () => 
   let key: string;
   let sentOk = 0;
   let sentUnauthorized = 0;
+  let sentDeprecated = 0;
   before(async () => {
     // The demo: its backend runs once, in the primary, and both workers share its key file.
     gateway = await startGatewayProcess({ WORKERS: "2", GATEWAY_CONFIG: "" });
@@ -80,6 +98,20 @@ describe("WORKERS=2: one port, two worker processes, one set of metrics", () => 
     assert.equal((await request(`${gateway.opsUrl}/readyz`)).status, 200);
   });
 
+  test("a policy's ops report covers every worker: /deprecations counts the calls both served", async () => {
+    const statuses = await sendEach(gateway, 12, key, "/v1/pets/1");
+    assert.ok(statuses.every((status) => status === 200));
+    sentDeprecated += 12;
+    assert.equal(await deprecatedCallsReported(gateway), sentDeprecated);
+    await gateway.waitFor(
+      () => gateway.lines.filter((line) => line.msg === "deprecated call").length >= sentDeprecated,
+    );
+    const servedBy = new Set(
+      gateway.lines.filter((line) => line.msg === "deprecated call").map((line) => line.pid),
+    );
+    assert.equal(servedBy.size, 2);
+  });
+
   test("a worker that dies is replaced, the gateway keeps answering and no total goes down", async () => {
     const before = await scrape(gateway);
     const known = new Set(
@@ -110,7 +142,11 @@ describe("WORKERS=2: one port, two worker processes, one set of metrics", () => 
     assert.equal(served(samples, "401"), sentUnauthorized);
     assert.equal(sampleValue(samples, "gateway_worker_restarts_total"), 1);
     assert.equal(sampleValue(samples, "gateway_workers"), 2);
-    await gateway.waitFor(() => accessLines(gateway).length >= sentOk + sentUnauthorized);
+    // The report keeps the dead worker's callers too.
+    assert.ok((await sendEach(gateway, 4, key, "/v1/pets/2")).every((status) => status === 200));
+    sentDeprecated += 4;
+    assert.equal(await deprecatedCallsReported(gateway), sentDeprecated);
+    await gateway.waitFor(() => accessLines(gateway).length >= sentOk + sentUnauthorized + sentDeprecated);
     const servedBy = new Set(
       accessLines(gateway)
         .slice(-12)
@@ -133,7 +169,10 @@ describe("WORKERS=2: one port, two worker processes, one set of metrics", () => 
     assert.equal(stopped.length, 3, "two workers and the primary");
     const ids = new Set(accessLines(gateway).map((line) => line.reqId));
     // The worker killed outright lost nothing either: its lines were written as it served.
-    assert.equal(ids.size, sentOk + sentUnauthorized);
+    assert.equal(ids.size, sentOk + sentUnauthorized + sentDeprecated);
+    // And the fleet-wide record of deprecated calls is whole.
+    const deprecated = gateway.lines.filter((line) => line.msg === "deprecated call");
+    assert.equal(new Set(deprecated.map((line) => line.reqId)).size, sentDeprecated);
   });
 });
 
