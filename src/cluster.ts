@@ -289,6 +289,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
         { port: address.port, opsPort, workers: options.workers, environment: setup.environment },
         "gateway listening",
       );
+      // Whoever started the process may be waiting for that line: it does not wait for the buffer.
+      flush();
       options.onListening?.(address.port, opsPort);
     });
     worker.on("exit", (code: number | null, signal: string | null) => onExit(slot, worker, code, signal));

@@ -45,6 +45,8 @@ async function main(): Promise<void> {
     { port: serving.port, opsPort, workers: 1, environment: setup.environment },
     "gateway listening",
   );
+  // Whoever started the process may be waiting for that line: it does not wait for the buffer.
+  log.flush();
   announce(serving.port, opsPort);
 }
 
