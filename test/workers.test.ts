@@ -113,6 +113,8 @@ describe("WORKERS=2: one port, two worker processes, one set of metrics", () => 
   });
 
   test("a worker that dies is replaced, the gateway keeps answering and no total goes down", async () => {
+    // SIGKILL loses what a worker still buffers: let every line served so far come out first.
+    await gateway.waitFor(() => accessLines(gateway).length >= sentOk + sentUnauthorized + sentDeprecated);
     const before = await scrape(gateway);
     const known = new Set(
       gateway.lines.filter((line) => line.msg === "worker listening").map((l) => l.worker),
