@@ -18,7 +18,9 @@ async function main(): Promise<void> {
   let demo: DemoSetup | undefined;
   if (choice.kind === "demo") {
     // Once per machine, in the primary: every worker proxies to it and shares its key file.
-    demo = await startDemo({ keysFileGiven: Boolean(process.env.API_KEYS_FILE) });
+    // A key file given by API_KEYS_FILE or by the config file is used as it is; only without one is a key generated.
+    const keysFile = (config.policies.auth as { keysFile?: unknown } | undefined)?.keysFile;
+    demo = await startDemo({ keysFileGiven: typeof keysFile === "string" });
     config = loadConfig({ policies, env: { ...process.env, ...demo.env } });
   }
   const setup: ProcessSetup =

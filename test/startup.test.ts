@@ -4,8 +4,9 @@ import { once } from "node:events";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { test } from "node:test";
-import { PROJECT_ROOT } from "./harness.ts";
+import { PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
 
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const child = spawn(process.execPath, ["src/main.ts"], {
@@ -70,4 +71,25 @@ test("npm start and npm test stop at once on a Node older than 22 and say how to
   assert.equal(failure?.status, 1);
   assert.match(failure?.stderr ?? "", /needs Node 22\.18 or newer/);
   assert.match(failure?.stderr ?? "", /npm install -g --prefix "\$HOME\/\.local\/node24" node@24/);
+});
+
+test("the demo uses a key file named in the config file instead of generating a key", async () => {
+  const { file, keys } = writeKeysFile(["configured"]);
+  const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
+  const configFile = join(dir, "gateway.json");
+  writeFileSync(configFile, JSON.stringify({ policies: { auth: { keysFile: file } } }));
+  const child = spawn(process.execPath, ["src/main.ts"], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  try {
+    const [line] = (await once(createInterface({ input: child.stderr }), "line")) as [string];
+    assert.doesNotMatch(line, /Bearer/, "no key is generated when one is configured");
+    const url = /(http:\/\/localhost:\d+\/v1\/pets)/.exec(line)?.[1] as string;
+    assert.equal((await request(url, { key: (keys[0] as { key: string }).key })).status, 200);
+  } finally {
+    child.kill("SIGTERM");
+    await once(child, "exit");
+  }
 });
