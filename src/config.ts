@@ -167,6 +167,18 @@ export function validateConfig(
   const config = structuredClone(raw);
   if (!validate(config))
     throw new ConfigError(`invalid config: ${describeConfigError(validate.errors, describe)}`);
+  const { server } = config as unknown as GatewayConfig;
+  // Node refuses a headers timeout above the request timeout with a stack trace; say it here.
+  if (server.headersTimeoutMs > server.requestTimeoutMs) {
+    throw new ConfigError(
+      `invalid config: ${describe("/server/headersTimeoutMs")} must not be above /server/requestTimeoutMs`,
+    );
+  }
+  if (server.shutdownDrainMs >= server.shutdownTimeoutMs) {
+    throw new ConfigError(
+      `invalid config: ${describe("/server/shutdownDrainMs")} must be below /server/shutdownTimeoutMs`,
+    );
+  }
   return deepFreeze(config) as unknown as GatewayConfig;
 }
 

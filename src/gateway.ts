@@ -3,7 +3,8 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { GatewayConfig } from "./config.ts";
-import { type ErrorCode, errorBody, gatewayError } from "./errors.ts";
+import { type ErrorCode, errorBody, type GatewayError, gatewayError } from "./errors.ts";
+import { isClosing, markClosing } from "./framing.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics, UNMATCHED } from "./metrics.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
@@ -35,6 +36,8 @@ export interface Gateway {
   /** The policies' ops reports by path, for a primary that merges them over workers. */
   readonly opsReports: ReadonlyMap<string, OpsReport>;
   isReady(): boolean;
+  /** Refuses the request behind a response Node found broken after the handler started (false: could not). */
+  refuse(res: ServerResponse, code: ErrorCode): boolean;
   /** Readiness goes false and every answer from now on carries Connection: close. */
   drain(): void;
   close(): Promise<void>;
@@ -86,6 +89,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     handleOps,
     opsReports,
     isReady,
+    refuse: (res, code) => pipeline.refuse(res, gatewayError(code)),
     drain() {
       draining = true;
       pipeline.drain();
@@ -111,7 +115,9 @@ export function buildGateway(options: GatewayOptions): BuiltGateway {
     {
       // Never the lenient parser: request smuggling starts where two parsers disagree.
       insecureHTTPParser: false,
-      requireHostHeader: true,
+      // The pipeline refuses a missing or repeated Host itself, with the Error object; Node's own
+      // refusal has no body and does not notice a second Host.
+      requireHostHeader: false,
       maxHeaderSize: limits.maxHeaderBytes,
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
@@ -125,6 +131,20 @@ export function buildGateway(options: GatewayOptions): BuiltGateway {
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(error, socket, gateway),
   );
+  // Node answers an Expect other than 100-continue with a bare 417; RFC 9110 lets a server ignore
+  // it, and the gateway does (it does not pass Expect on).
+  server.on("checkExpectation", gateway.handle);
+  // Without a listener Node drops a CONNECT without a word: the gateway is not a tunnel.
+  server.on("connect", (_req: IncomingMessage, socket: Socket) => {
+    const reply = gatewayError("BAD_REQUEST", "CONNECT is not served");
+    gateway.metrics.observeRejection(UNMATCHED, reply.reason, reply.code);
+    gateway.logger.info(
+      { operation: UNMATCHED, method: "CONNECT", status: reply.status, code: reply.code, reason: reply.reason },
+      "request",
+    );
+    socket.on("error", () => socket.destroy());
+    writeRawAnswer(socket, reply);
+  });
   const opsServer = http.createServer(gateway.handleOps);
   opsServer.on("clientError", (_error, socket: Socket) => socket.destroy());
   return { gateway, server, opsServer };
@@ -136,7 +156,8 @@ const CLIENT_ERRORS: Readonly<Record<string, ErrorCode>> = {
   ERR_HTTP_HEADERS_TIMEOUT: "REQUEST_TIMEOUT",
 };
 
-// What Node's parser refuses never reaches the handler; answer it with the Error object too.
+// What Node's parser refuses, and the headers or request timeouts it enforces, never reach the
+// handler: answer them with the Error object too, unless an answer is already on the wire.
 function answerClientError(error: NodeJS.ErrnoException, socket: Socket, gateway: Gateway): void {
   const parserError = error.code ?? "";
   const code = CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined);
@@ -146,21 +167,40 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket, gateway
     return;
   }
   const reply = gatewayError(code);
+  const timeout = code === "REQUEST_TIMEOUT";
+  const pending = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+  // The request being answered is still arriving (a broken chunk, a body too slow): it is the one
+  // refused, through the pipeline, which logs and counts it like any other refusal.
+  if (pending && !isClosing(socket) && (timeout || pending.req?.complete === false)) {
+    if (gateway.refuse(pending, code)) return;
+  }
   // Counted and logged like any refusal; with no request line there is no operation or method.
   gateway.metrics.observeRejection(UNMATCHED, reply.reason, reply.code);
   gateway.logger.info(
     { operation: UNMATCHED, status: reply.status, code, reason: reply.reason, parserError },
     "request",
   );
-  if (!socket.writable || (error as { bytesParsed?: number }).bytesParsed === undefined) {
+  if (isClosing(socket)) {
+    // An answer that closes the connection went first; let it flush, write nothing after it.
+    socket.destroySoon();
+    return;
+  }
+  // An earlier request's answer is still to come: nothing may be written before it.
+  if (!socket.writable || pending) {
     socket.destroy();
     return;
   }
+  writeRawAnswer(socket, reply);
+}
+
+function writeRawAnswer(socket: Socket, reply: GatewayError): void {
+  markClosing(socket);
   const body = errorBody(reply);
   socket.end(
     `HTTP/1.1 ${reply.status} ${http.STATUS_CODES[reply.status]}\r\n` +
       "Content-Type: application/json\r\n" +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      "Cache-Control: no-store\r\n" +
       "X-Content-Type-Options: nosniff\r\n" +
       "Connection: close\r\n\r\n" +
       body,

@@ -7,9 +7,10 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import type { Logger } from "pino";
 import type { GatewayConfig } from "./config.ts";
 import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
+import { isClosing, markClosing } from "./framing.ts";
 import { type Metrics, UNMATCHED } from "./metrics.ts";
 import type { ApiDescription, Operation } from "./openapi.ts";
-import type { Exchange, OperationPolicy, PolicyInstance, UpstreamAnswer } from "./policy.ts";
+import type { Exchange, LocalReply, OperationPolicy, PolicyInstance, UpstreamAnswer } from "./policy.ts";
 import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "./proxy.ts";
 import { createRouter } from "./router.ts";
 
@@ -44,6 +45,8 @@ const SPOOFABLE = [
   "x-method-override",
   "x-original-url",
   "x-rewrite-url",
+  // The gateway has read the whole body already; an expectation is between the client and it.
+  "expect",
 ];
 const FORWARDED_FOR = "x-forwarded-for";
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
@@ -64,6 +67,12 @@ export interface PipelineOptions {
 
 export interface Pipeline {
   handle(req: IncomingMessage, res: ServerResponse): void;
+  /**
+   * Refuses the request a response belongs to, when Node found it broken after the handler had
+   * started (a bad chunk in its body, a request timeout): the answer goes through the usual
+   * reply and observe steps and closes the connection. False when nothing can be written.
+   */
+  refuse(res: ServerResponse, error: GatewayError): boolean;
   /** From now on every answer carries Connection: close. */
   drain(): void;
   close(): void;
@@ -86,6 +95,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       readsResponseBody: phases.some((p) => p.readsResponseBody === true && p.onResponse !== undefined),
     });
   }
+  const arrival = options.policies.flatMap((p) => (p.onArrival ? [p.onArrival.bind(p)] : []));
   const trustedProxies = new Set(config.server.trustedProxies.map(normalizeAddress));
   const basePathLength = api.basePath.length;
   let draining = false;
@@ -98,6 +108,14 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   });
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
+    // A request pipelined behind an answer that closes the connection is never judged nor
+    // forwarded: the client has to send it again on a new connection.
+    if (isClosing(req.socket)) {
+      req.on("error", ignoreClientError);
+      res.on("error", ignoreClientError);
+      req.resume();
+      return;
+    }
     const requestIdHeader = req.headers["x-request-id"];
     const exchange: Exchange = {
       req,
@@ -133,19 +151,13 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const queryStart = url.indexOf("?");
     const path = queryStart === -1 ? url : url.slice(0, queryStart);
     const rawQuery = queryStart === -1 ? "" : url.slice(queryStart + 1);
+    const framing = framingProblem(req);
+    if (framing !== undefined) return reject(exchange, gatewayError("BAD_REQUEST", framing), true);
     if (!path.startsWith("/") || NON_CANONICAL_PATH.test(path))
       return reject(exchange, gatewayError("BAD_PATH"));
-    // RFC 9112 §6.1: a chunked body is not HTTP/1.0; Node would pass it on.
-    if (
-      req.httpVersionMajor === 1 &&
-      req.httpVersionMinor === 0 &&
-      req.headers["transfer-encoding"] !== undefined
-    ) {
-      return reject(
-        exchange,
-        gatewayError("BAD_REQUEST", "Transfer-Encoding is not allowed in HTTP/1.0"),
-        true,
-      );
+    for (const phase of arrival) {
+      const reply = phase(exchange);
+      if (reply) return "code" in reply ? reject(exchange, reply) : answerLocally(exchange, reply);
     }
     const duplicate = parseQuery(rawQuery, exchange.query);
     if (duplicate !== undefined) {
@@ -241,12 +253,20 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     (response as Carrier)[EXCHANGE] = exchange;
     const chain = chains.get(exchange.operation as Operation) as Chain;
     const status = exchange.upstreamStatus;
+    if (status < 200 || status > 599) {
+      // Not a final HTTP status: nothing a client could rely on.
+      response.destroy();
+      exchange.notes.upstreamFault = `status ${status}`;
+      return reject(
+        exchange,
+        gatewayError("UPSTREAM_UNAVAILABLE", "The backend answered with an invalid status"),
+      );
+    }
     const bodyless = exchange.req.method === "HEAD" || status === 204 || status === 304;
     if (chain.readsResponseBody && !bodyless && JSON_TYPE.test(response.headers["content-type"] ?? "")) {
       bufferResponse(exchange, chain, response);
       return;
     }
-    upstreamDone(exchange);
     const error = runResponsePhases(exchange, chain, {
       status,
       headers: response.headers,
@@ -259,9 +279,14 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       return reject(exchange, error);
     }
     writeUpstreamHead(exchange, chain, response, undefined);
+    streamRest(exchange, response);
+  }
+
+  // The deadline covers the whole answer, not just its head: a backend that stalls mid-body (or
+  // a client that reads slowly and holds a backend socket) is cut off like one that never answers.
+  function streamRest(exchange: Exchange, response: IncomingMessage): void {
     response.on("error", onStreamedResponseError);
-    // The deadline stopped with the head; the backend's time runs to the end of its body.
-    response.once("end", onStreamedResponseEnd);
+    response.once("end", () => upstreamDone(exchange));
     response.pipe(exchange.res);
   }
 
@@ -276,7 +301,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       response.off("data", onData);
       response.off("end", onEnd);
       response.pause();
-      upstreamDone(exchange);
       const answer = {
         status: exchange.upstreamStatus,
         headers: response.headers,
@@ -291,9 +315,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       // Allowed through (e.g. report mode): what was read goes first, the rest streams.
       writeUpstreamHead(exchange, chain, response, undefined);
       for (const buffered of chunks) exchange.res.write(buffered);
-      response.on("error", onStreamedResponseError);
-      response.once("end", onStreamedResponseEnd);
-      response.pipe(exchange.res);
+      streamRest(exchange, response);
       response.resume();
     };
     const onEnd = () => {
@@ -361,11 +383,28 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     status: number,
     headers: OutgoingHttpHeaders,
   ) {
-    for (const name in exchange.responseHeaders) headers[name] = exchange.responseHeaders[name];
+    for (const name in exchange.responseHeaders) {
+      const value = exchange.responseHeaders[name];
+      // Vary is a list: what the gateway varies on adds to what the backend varies on.
+      headers[name] =
+        name === "vary" && headers.vary !== undefined ? `${String(headers.vary)}, ${value}` : value;
+    }
     headers["x-request-id"] = exchange.requestId;
     headers["x-content-type-options"] = "nosniff";
     if (chain) for (const phase of chain.reply) phase(exchange, status, headers);
     if (draining) headers.connection = "close";
+    // Whatever this connection carries after this answer is not for the gateway to judge.
+    if (headers.connection === "close" || !exchange.res.shouldKeepAlive) markClosing(exchange.req.socket);
+  }
+
+  /** A policy's own answer that is not an error (e.g. a CORS preflight): headers, no body. */
+  function answerLocally(exchange: Exchange, reply: LocalReply): void {
+    if (exchange.finished || exchange.res.headersSent) return;
+    exchange.notes.localReply = reply.reason;
+    const headers: OutgoingHttpHeaders = { ...reply.headers, "content-length": 0 };
+    finishHeaders(exchange, undefined, reply.status, headers);
+    exchange.res.writeHead(reply.status, headers);
+    exchange.res.end();
   }
 
   function onUpstreamFault(exchange: Exchange, fault: UpstreamFault, detail: string): void {
@@ -413,7 +452,10 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       error.status,
       headers,
     );
-    if (closeConnection) headers.connection = "close";
+    if (closeConnection) {
+      headers.connection = "close";
+      markClosing(exchange.req.socket);
+    }
     const { res } = exchange;
     res.writeHead(error.status, headers);
     res.end(exchange.req.method === "HEAD" ? undefined : body);
@@ -470,6 +512,12 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   return {
     handle,
+    refuse(res, error) {
+      const exchange = exchangeOf(res);
+      if (!exchange || exchange.finished || res.headersSent || !res.writable) return false;
+      reject(exchange, error, true);
+      return true;
+    },
     drain() {
       draining = true;
     },
@@ -483,13 +531,32 @@ function onStreamedResponseError(this: IncomingMessage): void {
   const exchange = (this as Carrier)[EXCHANGE];
   if (!exchange) return;
   // The answer is already on its way: cut the connection so the client sees it incomplete.
-  exchange.notes.upstreamFault = "reset mid-body";
+  exchange.notes.upstreamFault ??= "reset mid-body";
   exchange.res.destroy();
 }
 
-function onStreamedResponseEnd(this: IncomingMessage): void {
-  const exchange = (this as Carrier)[EXCHANGE];
-  if (exchange) exchange.upstreamEndedAt = performance.now();
+/**
+ * What Node's parser lets through but a gateway must not (RFC 9112): versions other than 1.0
+ * and 1.1, a missing or repeated Host, any Transfer-Encoding on HTTP/1.0, and a transfer coding
+ * other than chunked, which would leave the gateway and the backend reading different bodies.
+ */
+function framingProblem(req: IncomingMessage): string | undefined {
+  if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return "Only HTTP/1.0 and HTTP/1.1 are served";
+  let hosts = 0;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && name.toLowerCase() === "host") hosts++;
+  }
+  if (hosts > 1) return "The request has more than one Host header";
+  if (hosts === 0 && req.httpVersionMinor === 1) return "The request has no Host header";
+  const coding = req.headers["transfer-encoding"];
+  if (coding !== undefined) {
+    // RFC 9112 §6.1: a chunked body is not HTTP/1.0; Node would pass it on.
+    if (req.httpVersionMinor === 0) return "Transfer-Encoding is not allowed in HTTP/1.0";
+    if (coding.toLowerCase() !== "chunked") return "Transfer-Encoding other than chunked is not supported";
+  }
+  return undefined;
 }
 
 function ignoreClientError(): void {

@@ -75,7 +75,21 @@ export interface OpsReport<Part = unknown> {
   render(report: Part, url: URL, res: ServerResponse): void;
 }
 
+/** A policy's answer that is not an error (e.g. a CORS preflight): a status and headers, no body. */
+export interface LocalReply {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  /** Why the policy answered, for the access log (bounded, like a rejection reason). */
+  readonly reason: string;
+}
+
 export interface PolicyInstance {
+  /**
+   * Every request with a canonical path, before routing and before any operation's phases: a
+   * policy that must act even where no operation matches (CORS preflights carry no key and use
+   * OPTIONS) returns an answer here, or sets exchange.responseHeaders for whatever answer follows.
+   */
+  onArrival?(exchange: Exchange): GatewayError | LocalReply | undefined;
   forOperation(operation: Operation): OperationPolicy | undefined;
   /** Reports on the ops port, by path (e.g. "/deprecations"). */
   readonly opsReports?: Readonly<Record<string, OpsReport>>;

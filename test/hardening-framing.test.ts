@@ -1,0 +1,350 @@
+// Request framing, the canonical path and header hygiene, probed byte by byte on raw sockets:
+// what an HTTP client library would refuse to send is exactly what an attacker sends.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import {
+  assertNoSecrets,
+  contractAnswer,
+  type RawOutcome,
+  rawExchange,
+  watchForCrashes,
+} from "./hardening-kit.ts";
+import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+
+const { file: keysFile, keys } = writeKeysFile(["acme"]);
+const key = (keys[0] as { key: string }).key;
+const AUTH = `Authorization: Bearer ${key}\r\n`;
+const BODY = '{"name":"Rex","categoryId":7}';
+const JSON_BODY = `Content-Type: application/json\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`;
+/** A valid request pipelined behind every probe: if it reached the backend, the probe got through. */
+const SECOND = `GET /v1/pets HTTP/1.1\r\nHost: gw\r\n${AUTH}\r\n`;
+const post = (version: string, headers: string, body: string) =>
+  `POST /v1/pets HTTP/${version}\r\nHost: gw\r\n${AUTH}Content-Type: application/json\r\n${headers}\r\n${body}`;
+const chunked = `${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n`;
+
+// The issue's list first, then what else a parser and a backend could read differently.
+const PROBES: Readonly<Record<string, string>> = {
+  "Content-Length with Transfer-Encoding": post(
+    "1.1",
+    `Content-Length: ${BODY.length}\r\nTransfer-Encoding: chunked\r\n`,
+    chunked,
+  ),
+  "two Content-Lengths": post("1.1", `Content-Length: ${BODY.length}\r\nContent-Length: 3\r\n`, BODY),
+  "two equal Content-Lengths": post(
+    "1.1",
+    `Content-Length: ${BODY.length}\r\nContent-Length: ${BODY.length}\r\n`,
+    BODY,
+  ),
+  "Content-Length: 0, 30": post("1.1", "Content-Length: 0, 30\r\n", BODY),
+  "an obs-fold header line": post("1.1", `X-Note: a\r\n  folded\r\nContent-Length: ${BODY.length}\r\n`, BODY),
+  "a space before the colon": post("1.1", `Content-Length : ${BODY.length}\r\n`, BODY),
+  "bare LF line ends": `POST /v1/pets HTTP/1.1\nHost: gw\n${AUTH.trim()}\nContent-Type: application/json\nContent-Length: ${BODY.length}\n\n${BODY}`,
+  "a bare LF inside the header block": post("1.1", `X-Note: a\nContent-Length: ${BODY.length}\r\n`, BODY),
+  "a NUL in a header value": post("1.1", `X-Note: a\u0000b\r\nContent-Length: ${BODY.length}\r\n`, BODY),
+  "Transfer-Encoding: chunked, identity": post("1.1", "Transfer-Encoding: chunked, identity\r\n", chunked),
+  "a chunked body on HTTP/1.0": post("1.0", "Transfer-Encoding: chunked\r\n", chunked),
+  "a chunked body on HTTP/1.0 with keep-alive": post(
+    "1.0",
+    "Connection: keep-alive\r\nTransfer-Encoding: chunked\r\n",
+    chunked,
+  ),
+  "Transfer-Encoding: gzip, chunked": post("1.1", "Transfer-Encoding: gzip, chunked\r\n", chunked),
+  "a malformed chunk size": post("1.1", "Transfer-Encoding: chunked\r\n", `zz\r\n${BODY}\r\n0\r\n\r\n`),
+  "a negative Content-Length": post("1.1", "Content-Length: -1\r\n", BODY),
+  "a Content-Length beyond 2^64": post("1.1", "Content-Length: 99999999999999999999999\r\n", BODY),
+  "no Host header": `POST /v1/pets HTTP/1.1\r\n${AUTH}${JSON_BODY}`,
+  "two Host headers": `POST /v1/pets HTTP/1.1\r\nHost: gw\r\nHost: evil.example\r\n${AUTH}${JSON_BODY}`,
+  "HTTP/2.0 in the request line": `POST /v1/pets HTTP/2.0\r\nHost: gw\r\n${AUTH}${JSON_BODY}`,
+  "HTTP/1.2 in the request line": `POST /v1/pets HTTP/1.2\r\nHost: gw\r\n${AUTH}${JSON_BODY}`,
+  "an HTTP/2 preface": "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+  "a lowercase method": `post /v1/pets HTTP/1.1\r\nHost: gw\r\n${AUTH}${JSON_BODY}`,
+  "a tab in a header name": post("1.1", `X\tNote: 1\r\nContent-Length: ${BODY.length}\r\n`, BODY),
+  "a NUL in the path": `GET /v1/pets\u0000 HTTP/1.1\r\nHost: gw\r\n${AUTH}\r\n`,
+  "a raw non-ASCII byte in the path": `GET /v1/pets/\u00e9 HTTP/1.1\r\nHost: gw\r\n${AUTH}\r\n`,
+  CONNECT: "CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n",
+  "headers over the size cap": `GET /v1/pets HTTP/1.1\r\nHost: gw\r\nX-Big: ${"a".repeat(20_000)}\r\n${AUTH}\r\n`,
+  "a body over the size cap": post("1.1", "Content-Length: 70000\r\n", "{"),
+};
+
+describe("request framing: every smuggling-shaped request is refused on a raw socket", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  let port: number;
+  const crashes = watchForCrashes();
+  const bodies: string[] = [];
+  before(async () => {
+    backend = await startProgrammableBackend();
+    backend.behave(contractAnswer);
+    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    port = Number(new URL(gw.origin).port);
+  });
+  after(async () => {
+    const metrics = await request(`${gw.opsUrl}/metrics`);
+    await gw.close();
+    await backend.close();
+    crashes.stop();
+    assert.deepEqual(crashes.crashes, []);
+    assertNoSecrets(keys, [...gw.logs.raw, ...bodies, metrics.body], "framing suite output");
+  });
+
+  for (const [name, probe] of Object.entries(PROBES)) {
+    test(`${name}, with a request pipelined behind it: one 4xx Error, the connection closed, nothing reaches the backend`, async () => {
+      const seen = backend.requests.length;
+      const outcome: RawOutcome = await rawExchange(port, probe + SECOND);
+      bodies.push(outcome.text);
+      assert.ok(outcome.closed, `the connection stayed open: ${JSON.stringify(outcome.text)}`);
+      assert.equal(outcome.responses.length, 1, JSON.stringify(outcome.text));
+      const [answer] = outcome.responses as [(typeof outcome.responses)[0]];
+      assert.ok(answer.status >= 400 && answer.status < 500, `status ${answer.status}`);
+      assert.equal(answer.headers["x-content-type-options"], "nosniff");
+      assert.equal(answer.headers.connection?.toLowerCase(), "close");
+      const error = JSON.parse(answer.body) as { status: number };
+      assert.ok(gw.gateway.api.validateError(error), answer.body);
+      assert.equal(error.status, answer.status);
+      await new Promise((wake) => setTimeout(wake, 50));
+      assert.deepEqual(
+        backend.requests.slice(seen).map((r) => `${r.method} ${r.url}`),
+        [],
+        "the backend saw a request",
+      );
+    });
+  }
+
+  test("the same connection still serves well-formed pipelined requests (the probes are not false alarms)", async () => {
+    const seen = backend.requests.length;
+    const outcome = await rawExchange(
+      port,
+      `${post("1.1", `Content-Length: ${BODY.length}\r\n`, BODY)}${SECOND}${SECOND.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")}`,
+    );
+    assert.deepEqual(
+      outcome.responses.map((r) => r.status),
+      [201, 200, 200],
+    );
+    assert.equal(backend.requests.length - seen, 3);
+  });
+
+  test("an Expect the gateway does not know is ignored, not answered with a bare 417, and not passed on", async () => {
+    const seen = backend.requests.length;
+    const outcome = await rawExchange(
+      port,
+      post("1.1", `Expect: teapot\r\nConnection: close\r\nContent-Length: ${BODY.length}\r\n`, BODY),
+    );
+    assert.equal(outcome.responses[0]?.status, 201);
+    const continued = await request(`${gw.url}/pets`, {
+      key,
+      method: "POST",
+      body: BODY,
+      headers: { expect: "100-continue" },
+    });
+    assert.equal(continued.status, 201);
+    for (const seenRequest of backend.requests.slice(seen))
+      assert.equal(seenRequest.headers.expect, undefined);
+  });
+});
+
+describe("one canonical path: what the policies judge is what the backend gets", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  let port: number;
+  before(async () => {
+    backend = await startProgrammableBackend();
+    backend.behave(contractAnswer);
+    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    port = Number(new URL(gw.origin).port);
+  });
+  after(async () => {
+    await gw.close();
+    await backend.close();
+  });
+
+  const NON_CANONICAL = [
+    "/v1/pets/../admin",
+    "/v1/pets/..",
+    "/v1/pets/1/..",
+    "/v1/./pets",
+    "/v1/pets/.",
+    "/v1/pets/%2e%2e/admin",
+    "/v1/pets/%2E%2E/admin",
+    "/v1/pets/.%2e/admin",
+    "/v1/pets/..%2fadmin",
+    "/v1/pets%2f1",
+    "/v1/pets%2F1",
+    "/v1/pets%5c1",
+    "/v1/pets%5C..%5Cadmin",
+    "/v1/pets\\1",
+    "/v1/pets\\..\\admin",
+    "/v1//pets",
+    "//v1/pets",
+    "/v1/pets;jsessionid=1",
+    "/v1/pets/1;x=y",
+    "/v1/pets%00",
+    "/v1/pets/%252e%252e/admin",
+    "/v1/pets/%u002e%u002e/admin",
+    "/v1/pets/%C0%AE%C0%AE/admin",
+    "/v1/pets/1%20",
+    "http://gw/v1/pets",
+    "*",
+  ];
+
+  for (const path of NON_CANONICAL) {
+    test(`${JSON.stringify(path)} gets 400 with an Error body and never reaches the backend`, async () => {
+      const seen = backend.requests.length;
+      const outcome = await rawExchange(
+        port,
+        `GET ${path} HTTP/1.1\r\nHost: gw\r\n${AUTH}Connection: close\r\n\r\n`,
+      );
+      const answer = outcome.responses[0];
+      assert.ok(answer, JSON.stringify(outcome.text));
+      assert.equal(answer.status, 400, answer.body);
+      assert.equal(JSON.parse(answer.body).code, "BAD_PATH");
+      assert.ok(gw.gateway.api.validateError(JSON.parse(answer.body)));
+      await new Promise((wake) => setTimeout(wake, 20));
+      assert.equal(backend.requests.length, seen, `the backend saw ${backend.requests.at(-1)?.url}`);
+    });
+  }
+
+  test("/v1/pets/../admin never reaches the backend as /v1/admin, whatever the spelling", () => {
+    assert.deepEqual(
+      backend.requests.filter((r) => !/^\/v1\/pets(?:\/\d+)?(?:\?|$)/.test(r.url)).map((r) => r.url),
+      [],
+    );
+  });
+
+  test("a canonical path reaches the backend exactly as judged", async () => {
+    const answer = await request(`${gw.url}/pets/42`, { key });
+    assert.equal(answer.status, 200);
+    assert.equal(backend.requests.at(-1)?.url, "/v1/pets/42");
+  });
+});
+
+describe("header hygiene, both directions", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  let trusting: TestGateway;
+  let port: number;
+  before(async () => {
+    backend = await startProgrammableBackend();
+    backend.behave(contractAnswer);
+    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    trusting = await startGateway({
+      upstreamUrl: backend.url,
+      config: { server: { trustedProxies: ["127.0.0.1"] }, policies: { auth: { keysFile } } },
+    });
+    port = Number(new URL(gw.origin).port);
+  });
+  after(async () => {
+    await gw.close();
+    await trusting.close();
+    await backend.close();
+  });
+
+  const SPOOFING_HEADERS =
+    "Connection: keep-alive, X-Hop-One, x-hop-two\r\n" +
+    "X-Hop-One: 1\r\nX-Hop-Two: 2\r\nKeep-Alive: timeout=1\r\nProxy-Connection: keep-alive\r\n" +
+    "TE: trailers\r\nTrailer: X-Late\r\nProxy-Authorization: Basic eDp5\r\nUpgrade: h2c\r\n" +
+    "Forwarded: for=6.6.6.6;proto=https\r\nX-HTTP-Method-Override: DELETE\r\nX-HTTP-Method: DELETE\r\n" +
+    "X-Method-Override: DELETE\r\nX-Original-URL: /admin\r\nX-Rewrite-URL: /admin\r\n" +
+    "X-Forwarded-For: 6.6.6.6\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil.example\r\n" +
+    "X-Consumer: admin\r\nX-Kept: yes\r\n";
+
+  test("hop-by-hop headers, those named in Connection, Forwarded and method overrides never reach the backend", async () => {
+    const outcome = await rawExchange(
+      port,
+      `GET /v1/pets HTTP/1.1\r\nHost: gw.example\r\n${AUTH}${SPOOFING_HEADERS}\r\n`,
+      { waitMs: 500 },
+    );
+    assert.equal(outcome.responses[0]?.status, 200);
+    const seen = backend.requests.at(-1)?.headers ?? {};
+    for (const name of [
+      "x-hop-one",
+      "x-hop-two",
+      "keep-alive",
+      "proxy-connection",
+      "te",
+      "trailer",
+      "proxy-authorization",
+      "upgrade",
+      "forwarded",
+      "x-http-method-override",
+      "x-http-method",
+      "x-method-override",
+      "x-original-url",
+      "x-rewrite-url",
+    ]) {
+      assert.equal(seen[name], undefined, `${name} reached the backend`);
+    }
+    assert.equal(seen["x-kept"], "yes");
+    assert.equal(backend.requests.at(-1)?.method, "GET");
+    assert.equal(seen["x-consumer"], "acme", "the consumer header is the gateway's, not the client's");
+  });
+
+  test("X-Forwarded-For, -Proto and -Host are the gateway's own when the peer is not a trusted proxy", async () => {
+    await rawExchange(port, `GET /v1/pets HTTP/1.1\r\nHost: gw.example\r\n${AUTH}${SPOOFING_HEADERS}\r\n`, {
+      waitMs: 500,
+    });
+    const seen = backend.requests.at(-1)?.headers ?? {};
+    assert.equal(seen["x-forwarded-for"], "127.0.0.1");
+    assert.equal(seen["x-forwarded-proto"], "http");
+    assert.equal(seen["x-forwarded-host"], "gw.example");
+  });
+
+  test("a trusted proxy's X-Forwarded-For is kept and the peer appended", async () => {
+    const answer = await request(`${trusting.url}/pets`, {
+      key,
+      headers: { "x-forwarded-for": "203.0.113.9" },
+    });
+    assert.equal(answer.status, 200);
+    assert.equal(backend.requests.at(-1)?.headers["x-forwarded-for"], "203.0.113.9, 127.0.0.1");
+  });
+
+  test("the backend's hop-by-hop headers and those it names in Connection never reach the client", async () => {
+    backend.behave(() => ({
+      kind: "respond",
+      status: 200,
+      headers: {
+        "content-type": "application/json",
+        connection: "keep-alive, X-Upstream-Hop",
+        "x-upstream-hop": "secret",
+        "keep-alive": "timeout=1",
+        "proxy-authenticate": "Basic",
+        upgrade: "h2c",
+        "x-upstream-kept": "yes",
+      },
+      body: "[]",
+    }));
+    try {
+      const answer = await request(`${gw.url}/pets`, { key });
+      assert.equal(answer.status, 200);
+      assert.equal(answer.headers["x-upstream-hop"], undefined);
+      assert.equal(answer.headers["proxy-authenticate"], undefined);
+      assert.equal(answer.headers.upgrade, undefined);
+      assert.notEqual(answer.headers["keep-alive"], "timeout=1", "Keep-Alive is the gateway's own");
+      assert.equal(answer.headers["x-upstream-kept"], "yes");
+    } finally {
+      backend.behave(contractAnswer);
+    }
+  });
+
+  test("every kind of answer carries X-Content-Type-Options: nosniff", async () => {
+    const answers = [
+      await request(`${gw.url}/pets`, { key }),
+      await request(`${gw.url}/pets`, { key, method: "HEAD" }),
+      await request(`${gw.url}/pets`),
+      await request(`${gw.url}/cats`, { key }),
+      await request(`${gw.url}/pets`, { key, method: "DELETE" }),
+      await request(`${gw.url}/pets?limit=x`, { key }),
+    ];
+    backend.behave(() => ({ kind: "reset-before-headers" }));
+    try {
+      answers.push(await request(`${gw.url}/pets/1`, { key }));
+    } finally {
+      backend.behave(contractAnswer);
+    }
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [200, 200, 401, 404, 405, 400, 502],
+    );
+    for (const answer of answers) assert.equal(answer.headers["x-content-type-options"], "nosniff");
+  });
+});
