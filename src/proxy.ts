@@ -27,9 +27,10 @@ export interface Upstream {
 interface InFlight {
   proxyReq: ClientRequest | undefined;
   deadline: NodeJS.Timeout | undefined;
-  timedOut: boolean;
   retried: boolean;
   responding: boolean;
+  /** Answered, failed or given up: later events of the backend request change nothing. */
+  settled: boolean;
   body: Buffer | undefined;
 }
 
@@ -53,6 +54,9 @@ export function createUpstream(
     timeout: options.idleSocketTimeoutMs,
     scheduling: "lifo",
   });
+  // The one retry goes out on a new connection: when the backend dropped one idle socket (a
+  // restart, its own idle timeout), the others in the pool are likely stale too.
+  const retryAgent = new http.Agent({ keepAlive: false, maxSockets: options.maxSockets });
   const proxy = createProxyServer({
     target,
     agent,
@@ -65,18 +69,26 @@ export function createUpstream(
   proxy.on("proxyReq", (proxyReq: ClientRequest, req: IncomingMessage) => {
     const exchange = exchangeOf(req) as WithInFlight | undefined;
     const flight = exchange?.[IN_FLIGHT];
-    if (!exchange || !flight || exchange.finished) {
+    if (!exchange || !flight || exchange.finished || flight.settled) {
       proxyReq.destroy();
       return;
     }
     flight.proxyReq = proxyReq;
     exchange.upstreamStartedAt = performance.now();
+    // Node's client can end a request with neither an answer nor an error (it takes an
+    // unsolicited 101 as an upgrade and drops the socket): that is a failed backend too.
+    proxyReq.once("close", () => {
+      if (flight.settled || flight.responding || flight.proxyReq !== proxyReq) return;
+      const error: NodeJS.ErrnoException = new Error("the backend closed the connection without an answer");
+      error.code = "ECONNRESET";
+      onError(error, req);
+    });
   });
 
   proxy.on("proxyRes", (proxyRes: IncomingMessage, req: IncomingMessage) => {
     const exchange = exchangeOf(req) as WithInFlight | undefined;
     const flight = exchange?.[IN_FLIGHT];
-    if (!exchange || !flight || exchange.finished || flight.timedOut) {
+    if (!exchange || !flight || exchange.finished || flight.settled) {
       proxyRes.destroy();
       return;
     }
@@ -88,15 +100,15 @@ export function createUpstream(
   const onError = (error: NodeJS.ErrnoException, req: IncomingMessage) => {
     const exchange = exchangeOf(req) as WithInFlight | undefined;
     const flight = exchange?.[IN_FLIGHT];
-    if (!exchange || !flight || exchange.finished) return;
+    if (!exchange || !flight || exchange.finished || flight.settled) return;
     const code = error.code ?? "";
     if (code === "ECONNECT_TIMEOUT" || CONNECT_FAILURES.has(code)) handlers.onConnected(false);
-    // A kept-alive socket the backend closed just as we reused it: nothing reached the backend's
-    // handler, so an idempotent request is safe to send once more on a fresh socket.
+    // A kept-alive socket the backend closed just as we reused it, before any byte of an answer:
+    // an idempotent request is safe to send once more, on a fresh socket. Never a POST.
     if (
-      code === "ECONNRESET" &&
-      !flight.timedOut &&
+      (code === "ECONNRESET" || code === "EPIPE") &&
       !flight.retried &&
+      !flight.responding &&
       flight.proxyReq?.reusedSocket === true &&
       IDEMPOTENT.has(exchange.req.method ?? "")
     ) {
@@ -106,44 +118,46 @@ export function createUpstream(
       return;
     }
     stop(exchange, flight);
-    if (flight.timedOut || code === "ECONNECT_TIMEOUT") {
-      handlers.onFault(
-        exchange,
-        "timeout",
-        code === "ECONNECT_TIMEOUT" ? "connect timeout" : "response deadline",
-      );
-    } else {
-      handlers.onFault(exchange, "unavailable", code || error.message);
-    }
+    if (code === "ECONNECT_TIMEOUT") handlers.onFault(exchange, "timeout", "connect timeout");
+    else handlers.onFault(exchange, "unavailable", code || error.message);
   };
   // Without a listener http-proxy-3 would rethrow; every error is routed to its exchange.
   proxy.on("error", (error: Error, req: IncomingMessage) => onError(error as NodeJS.ErrnoException, req));
 
+  // The gateway's own timer answers, whatever the backend request is doing (connecting, queued
+  // for a socket, waiting for a head, streaming a body): no answer ever waits on the backend.
   const onDeadline = (exchange: WithInFlight) => {
     const flight = exchange[IN_FLIGHT];
-    if (!flight || exchange.finished) return;
-    flight.timedOut = true;
-    if (flight.responding) {
-      // Headers came but the body is still being buffered: nothing reached the client yet.
-      stop(exchange, flight);
-      flight.proxyReq?.destroy();
-      handlers.onFault(exchange, "timeout", "response deadline (body incomplete)");
-    } else if (flight.proxyReq) flight.proxyReq.destroy();
-    else {
-      // Still queued for a socket: answer now; the request is destroyed when a socket comes.
-      stop(exchange, flight);
-      handlers.onFault(exchange, "timeout", "response deadline (waiting for a backend socket)");
-    }
+    if (!flight || exchange.finished || flight.settled) return;
+    stop(exchange, flight);
+    const pending = flight.proxyReq;
+    // Buffered: nothing reached the client yet and it gets 504; streamed: the answer is cut so it
+    // cannot look complete. Still queued: the request is destroyed when a socket comes.
+    handlers.onFault(
+      exchange,
+      "timeout",
+      flight.responding
+        ? "response deadline (body incomplete)"
+        : pending
+          ? "response deadline"
+          : "response deadline (waiting for a backend socket)",
+    );
+    pending?.destroy();
   };
 
   const send = (exchange: WithInFlight, flight: InFlight) => {
     const buffer = flight.body === undefined ? undefined : Readable.from([flight.body]);
-    proxy.web(exchange.req, exchange.res as ServerResponse, buffer ? { buffer } : {}, (error: Error) =>
+    const options = {
+      ...(buffer ? { buffer } : {}),
+      ...(flight.retried ? { agent: retryAgent } : {}),
+    };
+    proxy.web(exchange.req, exchange.res as ServerResponse, options, (error: Error) =>
       onError(error as NodeJS.ErrnoException, exchange.req),
     );
   };
 
   const stop = (exchange: WithInFlight, flight: InFlight) => {
+    flight.settled = true;
     if (flight.deadline) clearTimeout(flight.deadline);
     flight.deadline = undefined;
     exchange.upstreamEndedAt = performance.now();
@@ -155,9 +169,9 @@ export function createUpstream(
       const flight: InFlight = {
         proxyReq: undefined,
         deadline: undefined,
-        timedOut: false,
         retried: false,
         responding: false,
+        settled: false,
         body,
       };
       (exchange as WithInFlight)[IN_FLIGHT] = flight;
@@ -173,6 +187,7 @@ export function createUpstream(
     },
     close() {
       agent.destroy();
+      retryAgent.destroy();
       proxy.close();
     },
   };
@@ -182,6 +197,9 @@ export function createUpstream(
 export function upstreamDone(exchange: Exchange): void {
   const flight = (exchange as WithInFlight)[IN_FLIGHT];
   if (flight?.deadline) clearTimeout(flight.deadline);
-  if (flight) flight.deadline = undefined;
+  if (flight) {
+    flight.deadline = undefined;
+    flight.settled = true;
+  }
   exchange.upstreamEndedAt = performance.now();
 }
