@@ -1,16 +1,19 @@
 // The policies, in the order they judge a request. The order is fixed here, not by config:
-// authentication runs before anything that could reveal the schema, the lifecycle judges only
-// authenticated calls (so it can name the caller), and the limit is defaulted and clamped before
-// validation would refuse an out-of-range value. Outbound phases run in reverse, so the response
-// contract, last here, judges the backend's answer first.
+// CORS comes first, because a browser's preflight carries no key and must be answered before
+// authentication; authentication runs before anything that could reveal the schema, the
+// lifecycle judges only authenticated calls (so it can name the caller), and the limit is
+// defaulted and clamped before validation would refuse an out-of-range value. Outbound phases
+// run in reverse, so the response contract, last here, judges the backend's answer first.
 import type { AnyPolicyDefinition } from "../src/policy.ts";
 import auth from "./auth.ts";
+import cors from "./cors.ts";
 import lifecycle from "./lifecycle.ts";
 import limit from "./limit.ts";
 import requestValidation from "./request-validation.ts";
 import responseContract from "./response-contract.ts";
 
 const policies: readonly AnyPolicyDefinition[] = [
+  cors,
   auth,
   lifecycle,
   limit,

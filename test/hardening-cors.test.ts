@@ -1,0 +1,124 @@
+// CORS: off unless origins are configured; then a preflight (no key) is answered before
+// authentication, for the configured origins and the document's operations only.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import policies from "../policies/index.ts";
+import { validateConfig } from "../src/config.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import { contractAnswer, watchForCrashes } from "./hardening-kit.ts";
+import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+
+const { file: keysFile, keys } = writeKeysFile(["acme"]);
+const key = (keys[0] as { key: string }).key;
+const APP = "https://app.example.com";
+const preflight = (origin: string, method = "POST", path = "/pets") => ({
+  method: "OPTIONS",
+  headers: {
+    origin,
+    "access-control-request-method": method,
+    "access-control-request-headers": "authorization, content-type",
+  },
+  path,
+});
+
+describe("CORS", () => {
+  let backend: ProgrammableBackend;
+  let off: TestGateway;
+  let on: TestGateway;
+  const crashes = watchForCrashes();
+  before(async () => {
+    backend = await startProgrammableBackend();
+    backend.behave(contractAnswer);
+    off = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    on = await startGateway({
+      upstreamUrl: backend.url,
+      config: { policies: { auth: { keysFile }, cors: { allowedOrigins: [APP, "http://localhost:5173"] } } },
+    });
+  });
+  after(async () => {
+    await off.close();
+    await on.close();
+    await backend.close();
+    crashes.stop();
+    assert.deepEqual(crashes.crashes, []);
+  });
+
+  test("is off by default: a preflight gets 405 and no answer carries CORS headers", async () => {
+    const { path, ...options } = preflight(APP);
+    const answer = await request(`${off.url}${path}`, options);
+    assert.equal(answer.status, 405);
+    const simple = await request(`${off.url}/pets`, { key, headers: { origin: APP } });
+    assert.equal(simple.status, 200);
+    for (const a of [answer, simple]) {
+      assert.equal(a.headers["access-control-allow-origin"], undefined);
+      assert.equal(a.headers.vary, undefined);
+    }
+  });
+
+  test("a preflight from a configured origin is answered with 204 before authentication, and never reaches the backend", async () => {
+    const seen = backend.requests.length;
+    const { path, ...options } = preflight(APP);
+    const answer = await request(`${on.url}${path}`, options);
+    assert.equal(answer.status, 204);
+    assert.equal(answer.body, "");
+    assert.equal(answer.headers["access-control-allow-origin"], APP);
+    assert.equal(answer.headers["access-control-allow-methods"], "POST");
+    assert.match(String(answer.headers["access-control-allow-headers"]), /authorization/);
+    assert.equal(answer.headers["access-control-max-age"], "600");
+    assert.match(String(answer.headers.vary), /Origin/);
+    assert.equal(answer.headers["x-content-type-options"], "nosniff");
+    assert.equal(backend.requests.length, seen);
+  });
+
+  test("a preflight from any other origin gets no CORS headers (the browser then refuses the call)", async () => {
+    for (const origin of [
+      "https://evil.example",
+      "https://app.example.com.evil.example",
+      "null",
+      `${APP}:8443`,
+    ]) {
+      const { path, ...options } = preflight(origin);
+      const answer = await request(`${on.url}${path}`, options);
+      assert.equal(answer.status, 405, origin);
+      assert.equal(answer.headers["access-control-allow-origin"], undefined, origin);
+    }
+  });
+
+  test("a preflight for an operation the document does not have is not answered", async () => {
+    for (const [method, path] of [
+      ["DELETE", "/pets"],
+      ["GET", "/store/orders"],
+      ["POST", "/pets/1"],
+    ] as const) {
+      const { path: p, ...options } = preflight(APP, method, path);
+      const answer = await request(`${on.url}${p}`, options);
+      assert.ok(answer.status === 404 || answer.status === 405, `${method} ${path}: ${answer.status}`);
+      assert.equal(answer.headers["access-control-allow-methods"], undefined);
+    }
+  });
+
+  test("simple answers to a configured origin carry Access-Control-Allow-Origin, errors included", async () => {
+    const ok = await request(`${on.url}/pets`, { key, headers: { origin: APP } });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.headers["access-control-allow-origin"], APP);
+    assert.match(String(ok.headers["access-control-expose-headers"]), /x-request-id/);
+    const denied = await request(`${on.url}/pets`, { headers: { origin: "http://localhost:5173" } });
+    assert.equal(denied.status, 401, "a request that is not a preflight still needs its key");
+    assert.equal(denied.headers["access-control-allow-origin"], "http://localhost:5173");
+    const stranger = await request(`${on.url}/pets`, { key, headers: { origin: "https://evil.example" } });
+    assert.equal(stranger.status, 200);
+    assert.equal(stranger.headers["access-control-allow-origin"], undefined);
+    assert.match(String(stranger.headers.vary), /Origin/);
+  });
+
+  test("bad CORS options stop start-up", () => {
+    for (const cors of [
+      { allowedOrigins: ["https://app.example.com/"] },
+      { allowedOrigins: ["app.example.com"] },
+      { allowedOrigins: ["null"] },
+      { allowedHeaders: ["bad header"] },
+    ]) {
+      assert.throws(() => validateConfig({ policies: { cors } }, policies), /policies\/cors/);
+    }
+  });
+});
