@@ -139,7 +139,13 @@ export function buildGateway(options: GatewayOptions): BuiltGateway {
     const reply = gatewayError("BAD_REQUEST", "CONNECT is not served");
     gateway.metrics.observeRejection(UNMATCHED, reply.reason, reply.code);
     gateway.logger.info(
-      { operation: UNMATCHED, method: "CONNECT", status: reply.status, code: reply.code, reason: reply.reason },
+      {
+        operation: UNMATCHED,
+        method: "CONNECT",
+        status: reply.status,
+        code: reply.code,
+        reason: reply.reason,
+      },
       "request",
     );
     socket.on("error", () => socket.destroy());
@@ -161,8 +167,9 @@ const CLIENT_ERRORS: Readonly<Record<string, ErrorCode>> = {
 function answerClientError(error: NodeJS.ErrnoException, socket: Socket, gateway: Gateway): void {
   const parserError = error.code ?? "";
   const code = CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined);
-  if (code === undefined) {
-    // A reset or broken pipe is the client leaving, not a request the gateway refused.
+  if (code === undefined || parserError === "HPE_INVALID_EOF_STATE") {
+    // A reset, a broken pipe or the connection closed mid-request is the client leaving, not a
+    // request the gateway refused: a request it was sending is logged once, as 499, on close.
     socket.destroy();
     return;
   }
