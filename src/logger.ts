@@ -9,6 +9,17 @@ const REDACT = [
   "req.headers.authorization",
   "*.headers.authorization",
 ];
+const CENSOR = "[redacted]";
+
+/**
+ * A child for log lines whose fields are all strings, numbers or booleans (the access line):
+ * there, key material could only sit in a top-level authorization field. The wildcard path
+ * above makes pino run its redactor over every field of every line, which measured about half
+ * of the access line's cost; on a flat line it can never match anything.
+ */
+export function flatLineLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: { paths: ["authorization"], censor: CENSOR } });
+}
 
 export interface LoggerHandle {
   readonly logger: Logger;
@@ -30,7 +41,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       level,
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
-      redact: { paths: REDACT, censor: "[redacted]" },
+      redact: { paths: REDACT, censor: CENSOR },
       formatters: { level: (label) => ({ level: label }) },
     },
     destination ?? sonic,

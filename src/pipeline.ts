@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import type { GatewayConfig } from "./config.ts";
 import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import { isClosing, markClosing } from "./framing.ts";
+import { flatLineLogger } from "./logger.ts";
 import { type Metrics, UNMATCHED } from "./metrics.ts";
 import type { ApiDescription, Operation } from "./openapi.ts";
 import type { Exchange, LocalReply, OperationPolicy, PolicyInstance, UpstreamAnswer } from "./policy.ts";
@@ -98,6 +99,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const arrival = options.policies.flatMap((p) => (p.onArrival ? [p.onArrival.bind(p)] : []));
   const trustedProxies = new Set(config.server.trustedProxies.map(normalizeAddress));
   const basePathLength = api.basePath.length;
+  const accessLog = flatLineLogger(logger);
   let draining = false;
 
   const exchangeOf = (carrier: unknown) => (carrier as Carrier)[EXCHANGE];
@@ -491,7 +493,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       metrics.observeUpstream(operation, method, exchange.upstreamStatus, upstreamMs / 1000);
       metrics.observeOverhead(operation, seconds - upstreamMs / 1000);
     }
-    logger.info(
+    // Flat on purpose (see flatLineLogger): a field holding an object would escape redaction.
+    accessLog.info(
       {
         reqId: exchange.requestId,
         operation,
