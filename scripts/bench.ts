@@ -293,9 +293,17 @@ async function startGateway(
   keysFile: string,
   nodeFlags: string[] = [],
   root = ROOT,
+  contract: "enforce" | "off" = "enforce",
 ): Promise<Target & { child: ChildProcess }> {
   const [port, opsPort] = [await freePort(), await freePort()];
   const configFile = join(work, `${name}.json`);
+  // Every policy on: CORS with an allowed origin (the load carries no Origin, as server-to-server
+  // calls do), auth from a key file, lifecycle, limit, request validation, and the response
+  // contract in enforce mode. A tree from --compare gets the settings of the policies it has.
+  const policies: Record<string, unknown> = {};
+  if (existsSync(join(root, "policies/cors.ts")))
+    policies.cors = { allowedOrigins: ["https://shop.example"] };
+  if (existsSync(join(root, "policies/response-contract.ts"))) policies.responseContract = { mode: contract };
   writeFileSync(
     configFile,
     JSON.stringify({
@@ -303,11 +311,11 @@ async function startGateway(
       opsHost: "127.0.0.1",
       // Nothing to drain between runs; the profile is written as soon as SIGTERM arrives.
       server: { shutdownDrainMs: 0 },
-      policies: {},
+      policies,
     }),
   );
-  // Every policy on, access log at info through pino's asynchronous destination (to /dev/null:
-  // the serialization is paid, the disk is not).
+  // The access log at info through pino's asynchronous destination, to /dev/null: the
+  // serialization is paid, the disk is not.
   const child = track(
     spawn(process.execPath, [...nodeFlags, "src/main.ts"], {
       cwd: root,
@@ -318,6 +326,7 @@ async function startGateway(
         UPSTREAM_URL: upstreamUrl,
         API_KEYS_FILE: keysFile,
         LOG_LEVEL: "info",
+        WORKERS: "1",
         PORT: String(port),
         OPS_PORT: String(opsPort),
       },
@@ -700,6 +709,8 @@ async function throughputScenario(
   ratio("bare/direct", "bare", "direct", rpsRatio);
   ratio("bare/nginx", "bare", "nginx", rpsRatio);
   ratio("cpu per request gateway/bare", "gateway", "bare", cpuRatio);
+  ratio("gateway-nocontract/bare", "gateway-nocontract", "bare", rpsRatio);
+  ratio("cpu per request gateway/gateway-nocontract", "gateway", "gateway-nocontract", cpuRatio);
   if (compared) {
     ratio(`gateway/${compared}`, "gateway", compared, rpsRatio);
     ratio(`cpu per request gateway/${compared}`, "gateway", compared, cpuRatio);
@@ -911,11 +922,11 @@ function printScenario(result: ScenarioResult): void {
     "",
     `${result.title}`,
     `  ${result.request}, ${result.connections} connections${result.rate ? ` at ${result.rate} req/s` : ""}, ${result.rounds} rounds x ${result.durationS} s, ${result.loader}`,
-    `  ${"target".padEnd(14)}${"req/s".padStart(10)}${"p50 ms".padStart(9)}${"p99 ms".padStart(9)}${"cpu us/req".padStart(12)}`,
+    `  ${"target".padEnd(20)}${"req/s".padStart(10)}${"p50 ms".padStart(9)}${"p99 ms".padStart(9)}${"cpu us/req".padStart(12)}`,
   ];
   for (const [name, f] of Object.entries(result.targets)) {
     lines.push(
-      `  ${name.padEnd(14)}${thousands(f.rps).padStart(10)}${fmt(f.p50, 2).padStart(9)}${fmt(f.p99, 2).padStart(9)}${fmt(f.cpuUs, 0).padStart(12)}`,
+      `  ${name.padEnd(20)}${thousands(f.rps).padStart(10)}${fmt(f.p50, 2).padStart(9)}${fmt(f.p99, 2).padStart(9)}${fmt(f.cpuUs, 0).padStart(12)}`,
     );
   }
   for (const [name, value] of Object.entries(result.ratios)) lines.push(`  ${name}: ${fmt(value, 3)}`);
@@ -1012,19 +1023,27 @@ async function main(): Promise<void> {
     printScenario(result);
     scenarios.push(result);
   };
+  // The cost of response validation on its own: the same gateway with the contract off, on the
+  // pages where the contract reads the most.
+  const withoutContract =
+    wanted("list20") || wanted("list100")
+      ? await startGateway("gateway-nocontract", backend.url, oneKeyFile, [], ROOT, "off")
+      : undefined;
+  const pages = withoutContract ? [...proxies, withoutContract] : proxies;
   await run("list20", () =>
-    throughputScenario("list20", "GET /v1/pets, a 20-animal page", REQUESTS.list20, proxies, direct, 0.9),
+    throughputScenario("list20", "GET /v1/pets, a 20-animal page", REQUESTS.list20, pages, direct, 0.9),
   );
   await run("list100", () =>
     throughputScenario(
       "list100",
       "GET /v1/pets?limit=100, a 100-animal page",
       REQUESTS.list100,
-      proxies,
+      pages,
       direct,
       0.8,
     ),
   );
+  if (withoutContract) await stop(withoutContract.child);
   await run("create", () =>
     throughputScenario("create", "POST /v1/pets, a created Pet", REQUESTS.create, proxies, direct, undefined),
   );
