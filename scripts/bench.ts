@@ -14,6 +14,8 @@
 // --backend static|demo --no-nginx --only list20,list100,create,getPet,keys,rate,rss
 // --compare GIT_REF: also runs the gateway as it was at GIT_REF, as one more target in the same
 // rounds, so that a change to the gateway is measured against its predecessor on equal terms.
+// --targets direct,nginx,bare,gateway,gateway-nocontract,compare: run only these targets in
+// the throughput and fixed-rate scenarios (an A/B of two gateways: --targets gateway,compare).
 import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
@@ -62,6 +64,7 @@ const { values: flags } = parseArgs({
     "no-nginx": { type: "boolean", default: false },
     only: { type: "string" },
     compare: { type: "string" },
+    targets: { type: "string" },
   },
   strict: true,
 });
@@ -128,6 +131,8 @@ for (const id of only) {
   if (!(ALL_SCENARIOS as readonly string[]).includes(id)) throw new Error(`--only: unknown scenario ${id}`);
 }
 const wanted = (id: ScenarioId) => only.has(id);
+const targetFilter = flags.targets ? new Set(flags.targets.split(",")) : undefined;
+const chosen = (name: string) => targetFilter === undefined || targetFilter.has(name);
 
 function onPath(command: string): string | undefined {
   for (const dir of [...(process.env.PATH ?? "").split(":"), "/usr/sbin", "/usr/local/sbin"]) {
@@ -716,8 +721,8 @@ async function throughputScenario(
     ratio(`cpu per request gateway/${compared}`, "gateway", compared, cpuRatio);
   }
   const verdicts: string[] = [];
-  if (goal !== undefined) {
-    const r = ratios["gateway/bare"] as number;
+  const r = ratios["gateway/bare"];
+  if (goal !== undefined && r !== undefined) {
     verdicts.push(`${r >= goal ? "MET" : "MISSED"}: gateway/bare ${r.toFixed(2)} (target >= ${goal})`);
   }
   return {
@@ -1006,8 +1011,8 @@ async function main(): Promise<void> {
   const oneKeyFile = join(work, "keys-1.json");
   writeKeys(oneKeyFile, 1);
   const gateway = await startGateway("gateway", backend.url, oneKeyFile);
-  const nginx = await startNginx(backendOrigin);
-  const proxies: Target[] = [direct, ...(nginx ? [nginx] : []), bare, gateway];
+  const nginx = chosen("nginx") ? await startNginx(backendOrigin) : undefined;
+  const proxies: Target[] = [direct, ...(nginx ? [nginx] : []), bare, gateway].filter((t) => chosen(t.name));
   if (flags.compare) {
     const tree = checkout(flags.compare);
     proxies.push(await startGateway(tree.name, backend.url, oneKeyFile, [], tree.root));
@@ -1026,7 +1031,7 @@ async function main(): Promise<void> {
   // The cost of response validation on its own: the same gateway with the contract off, on the
   // pages where the contract reads the most.
   const withoutContract =
-    wanted("list20") || wanted("list100")
+    (wanted("list20") || wanted("list100")) && chosen("gateway-nocontract")
       ? await startGateway("gateway-nocontract", backend.url, oneKeyFile, [], ROOT, "off")
       : undefined;
   const pages = withoutContract ? [...proxies, withoutContract] : proxies;
