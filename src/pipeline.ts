@@ -156,6 +156,11 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const rawQuery = queryStart === -1 ? "" : url.slice(queryStart + 1);
     const framing = framingProblem(req);
     if (framing !== undefined) return reject(exchange, gatewayError("BAD_REQUEST", framing), true);
+    // The client's hop-by-hop headers go before any policy runs, so that a Connection header can
+    // never remove what a policy sets for the backend (the consumer, its credential). The body's
+    // Transfer-Encoding stays until forwarding: it tells the policies a body is coming.
+    scrubHopByHop(req.headers, "transfer-encoding");
+    for (const name of SPOOFABLE) if (req.headers[name] !== undefined) delete req.headers[name];
     if (!path.startsWith("/") || NON_CANONICAL_PATH.test(path))
       return reject(exchange, gatewayError("BAD_PATH"));
     for (const phase of arrival) {
@@ -233,8 +238,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   function forward(exchange: Exchange, chain: Chain, body: Buffer | undefined): void {
     const headers = exchange.req.headers;
-    scrubHopByHop(headers);
-    for (const name of SPOOFABLE) if (headers[name] !== undefined) delete headers[name];
+    for (const name of HOP_BY_HOP) if (headers[name] !== undefined) delete headers[name];
     const peer = normalizeAddress(exchange.req.socket.remoteAddress ?? "");
     if (trustedProxies.has(peer)) {
       const prior = headers[FORWARDED_FOR];
@@ -566,13 +570,13 @@ function ignoreClientError(): void {
   // A client that goes away mid-request is not the gateway's fault; 'close' observes it.
 }
 
-function scrubHopByHop(headers: Record<string, unknown>): void {
+function scrubHopByHop(headers: Record<string, unknown>, keep?: string): void {
   for (const name of connectionListed(headers.connection)) {
-    if (headers[name] !== undefined) delete headers[name];
+    if (name !== keep && headers[name] !== undefined) delete headers[name];
   }
   // Most of these are absent: looking first spares a delete, which is slow in itself and turns
   // the object into a slower dictionary for every later header access.
-  for (const name of HOP_BY_HOP) if (headers[name] !== undefined) delete headers[name];
+  for (const name of HOP_BY_HOP) if (name !== keep && headers[name] !== undefined) delete headers[name];
 }
 
 /** The backend's headers minus the hop-by-hop ones, copied in one pass instead of copy-then-delete. */

@@ -5,7 +5,7 @@ import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
 import { validateConfig } from "../src/config.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { contractAnswer, watchForCrashes } from "./hardening-kit.ts";
+import { assertNoSecrets, capturedOutputs, contractAnswer, watchForCrashes } from "./hardening-kit.ts";
 import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
 const { file: keysFile, keys } = writeKeysFile(["acme"]);
@@ -36,11 +36,15 @@ describe("CORS", () => {
     });
   });
   after(async () => {
+    const outputsOff = await capturedOutputs(off);
+    const outputsOn = await capturedOutputs(on);
     await off.close();
     await on.close();
     await backend.close();
     crashes.stop();
     assert.deepEqual(crashes.crashes, []);
+    assertNoSecrets(keys, outputsOff, "everything the gateway wrote");
+    assertNoSecrets(keys, outputsOn, "everything the gateway wrote");
   });
 
   test("is off by default: a preflight gets 405 and no answer carries CORS headers", async () => {
@@ -109,6 +113,21 @@ describe("CORS", () => {
     assert.equal(stranger.status, 200);
     assert.equal(stranger.headers["access-control-allow-origin"], undefined);
     assert.match(String(stranger.headers.vary), /Origin/);
+  });
+
+  test("Vary: Origin adds to the backend's own Vary", async () => {
+    backend.behave(() => ({
+      kind: "respond",
+      status: 200,
+      headers: { "content-type": "application/json", vary: "Accept-Encoding" },
+      body: "[]",
+    }));
+    try {
+      const answer = await request(`${on.url}/pets`, { key, headers: { origin: APP } });
+      assert.equal(answer.headers.vary, "Accept-Encoding, Origin");
+    } finally {
+      backend.behave(contractAnswer);
+    }
   });
 
   test("bad CORS options stop start-up", () => {
