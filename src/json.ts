@@ -50,6 +50,10 @@ export function parseRequestJson(text: string, maxDepth: number): JsonParseResul
     return { ok: false, problem: "malformed", message: describeSyntaxError(text, "body") };
   }
   if (problem !== undefined) return { ok: false, problem: "invalid", message: problem };
+  const duplicate = duplicateKey(text);
+  if (duplicate !== undefined) {
+    return { ok: false, problem: "invalid", message: `${duplicate} is given more than once` };
+  }
   if (MAY_HOLD_PROTOTYPE_KEY.test(text)) {
     const key = findPrototypeKey(value, "");
     if (key !== undefined) {
@@ -200,6 +204,56 @@ function nestingDepth(text: string): number {
     } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
   }
   return deepest;
+}
+
+/**
+ * The first member name given twice in one object, as a pointer ("/name"), of a text JSON.parse
+ * accepted. JSON.parse keeps the last; a backend's parser may keep the first: the body it acts
+ * on would not be the body the gateway validated.
+ */
+function duplicateKey(text: string): string | undefined {
+  // One entry per open container: the names seen so far in an object, the index in an array.
+  const open: (Set<string> | number)[] = [];
+  const path: string[] = [];
+  let expectName = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) {
+      const start = i;
+      let escaped = false;
+      for (i++; text.charCodeAt(i) !== 34; i++) {
+        if (text.charCodeAt(i) === 92 /* \ */) {
+          escaped = true;
+          i++;
+        }
+      }
+      if (!expectName) continue;
+      const name = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
+      const seen = open[open.length - 1] as Set<string>;
+      if (seen.has(name)) return `${path.slice(0, -1).join("")}${pointerSegment(name)}`;
+      seen.add(name);
+      path[path.length - 1] = pointerSegment(name);
+      expectName = false;
+    } else if (c === 123 /* { */) {
+      open.push(new Set());
+      path.push("");
+      expectName = true;
+    } else if (c === 91 /* [ */) {
+      open.push(0);
+      path.push("/0");
+    } else if (c === 125 /* } */ || c === 93 /* ] */) {
+      open.pop();
+      path.pop();
+      expectName = false;
+    } else if (c === 44 /* , */) {
+      const top = open[open.length - 1];
+      if (typeof top === "number") {
+        open[open.length - 1] = top + 1;
+        path[path.length - 1] = `/${top + 1}`;
+      } else expectName = true;
+    }
+  }
+  return undefined;
 }
 
 function findPrototypeKey(value: unknown, pointer: string): string | undefined {
