@@ -7,7 +7,14 @@ import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
 import { ConfigError, validateConfig } from "../src/config.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { contractAnswer, parseResponses, rawExchange, watchForCrashes } from "./hardening-kit.ts";
+import {
+  assertNoSecrets,
+  capturedOutputs,
+  contractAnswer,
+  parseResponses,
+  rawExchange,
+  watchForCrashes,
+} from "./hardening-kit.ts";
 import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
 const { file: keysFile, keys } = writeKeysFile(["acme"]);
@@ -71,10 +78,12 @@ describe("timeouts that bite", () => {
     port = Number(new URL(gw.origin).port);
   });
   after(async () => {
+    const outputsGw = await capturedOutputs(gw);
     await gw.close();
     await backend.close();
     crashes.stop();
     assert.deepEqual(crashes.crashes, []);
+    assertNoSecrets(keys, outputsGw, "everything the gateway wrote");
   });
 
   test("a slowloris of 300 sockets dribbling header bytes is cut off within the bound while normal traffic goes on", async () => {

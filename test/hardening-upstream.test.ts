@@ -6,7 +6,13 @@ import http from "node:http";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { contractAnswer, DOCUMENTED_STATUSES, watchForCrashes } from "./hardening-kit.ts";
+import {
+  assertNoSecrets,
+  capturedOutputs,
+  contractAnswer,
+  DOCUMENTED_STATUSES,
+  watchForCrashes,
+} from "./hardening-kit.ts";
 import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
 const { file: keysFile, keys } = writeKeysFile(["acme"]);
@@ -54,6 +60,7 @@ describe("the backend restarts in the middle of a load run", () => {
     });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
     const outcomes: Outcome[] = [];
+    let outputs: string[] = [];
     let running = true;
     const worker = async (i: number) => {
       while (running) {
@@ -113,11 +120,13 @@ describe("the backend restarts in the middle of a load run", () => {
     } finally {
       running = false;
       agent.destroy();
+      outputs = await capturedOutputs(gw);
       await gw.close();
       await backend.close();
       crashes.stop();
     }
     assert.deepEqual(crashes.crashes, []);
+    assertNoSecrets(keys, outputs, "everything the gateway wrote");
   });
 });
 
@@ -129,8 +138,10 @@ describe("a kept-alive backend socket reset before the first byte of an answer",
     gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
   });
   after(async () => {
+    const outputsGw = await capturedOutputs(gw);
     await gw.close();
     await backend.close();
+    assertNoSecrets(keys, outputsGw, "everything the gateway wrote");
   });
 
   /** Opens `count` backend connections that then sit idle in the gateway's pool. */
@@ -198,11 +209,13 @@ describe("no crash, whatever the backend sends and whenever the client leaves", 
     });
   });
   after(async () => {
+    const outputsGw = await capturedOutputs(gw);
     await gw.close();
     await backend.close();
     for (const server of rawBackends) server.close();
     crashes.stop();
     assert.deepEqual(crashes.crashes, []);
+    assertNoSecrets(keys, outputsGw, "everything the gateway wrote");
   });
 
   /** A backend that answers every connection with these bytes, then closes. */

@@ -1,0 +1,106 @@
+// Secret hygiene: keys turn up in every place a client (or an operator) might put them, and
+// none of them, nor the digest the key file holds, comes out in a log line, an answer or /metrics.
+// Every other hardening suite ends with the same check over everything it captured.
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import { assertNoSecrets, capturedOutputs, contractAnswer, watchForCrashes } from "./hardening-kit.ts";
+import { request, sha256, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+
+const { file: keysFile, keys } = writeKeysFile(["acme", "globex"]);
+const key = (keys[0] as { key: string }).key;
+const other = (keys[1] as { key: string }).key;
+
+describe("secret hygiene", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  const answers: string[] = [];
+  const crashes = watchForCrashes();
+  before(async () => {
+    backend = await startProgrammableBackend();
+    backend.behave(contractAnswer);
+    gw = await startGateway({
+      upstreamUrl: backend.url,
+      config: { policies: { auth: { keysFile, reloadIntervalMs: 100 } }, log: { level: "debug" } },
+    });
+  });
+  after(async () => {
+    const outputsGw = await capturedOutputs(gw, answers);
+    await gw.close();
+    await backend.close();
+    crashes.stop();
+    assert.deepEqual(crashes.crashes, []);
+    assertNoSecrets(keys, outputsGw, "everything the gateway wrote");
+  });
+
+  const send = async (path: string, options: Parameters<typeof request>[1] = {}) => {
+    const answer = await request(`${gw.url}${path}`, options);
+    // Error bodies are the gateway's own words; a 2xx body is the backend's (it echoes a name).
+    answers.push(JSON.stringify(answer.headers));
+    if (answer.status >= 400) answers.push(answer.body);
+    return answer;
+  };
+
+  test("valid keys, on every operation, leave only the consumer's name behind", async () => {
+    assert.equal((await send("/pets", { key })).status, 200);
+    assert.equal((await send("/pets", { key: other, method: "HEAD" })).status, 200);
+    assert.equal((await send("/pets/1", { key })).status, 200);
+    const body = JSON.stringify({ name: "Rex", categoryId: 1 });
+    assert.equal((await send("/pets", { key, method: "POST", body })).status, 201);
+    assert.ok(gw.logs.messages("request").some((line) => line.consumer === "acme"));
+  });
+
+  test("keys that do not open the door are refused without being repeated anywhere", async () => {
+    for (const authorization of [
+      `Bearer ${key}x`,
+      `Bearer x${key}`,
+      `Bearer ${key.slice(0, -1)}`,
+      `Bearer ${sha256(key)}`,
+      `bearer ${key} ${other}`,
+      `Basic ${Buffer.from(`acme:${key}`).toString("base64")}`,
+      `Token ${key}`,
+      key,
+      `Bearer ${key}\t`,
+    ]) {
+      const answer = await send("/pets", { headers: { authorization } });
+      assert.ok(
+        answer.status === 401 || answer.status === 200,
+        `${answer.status} for ${authorization.slice(0, 8)}`,
+      );
+    }
+  });
+
+  test("keys pasted where keys do not belong: query, other headers, cookies, bodies, parameter values", async () => {
+    const pasted = [
+      `/pets?api_key=${key}`,
+      `/pets?access_token=${key}`,
+      `/pets?token=${key}&limit=5`,
+      `/pets?apiKey=${key}`,
+    ];
+    for (const path of pasted) assert.equal((await send(path, { key: other })).status, 400, path);
+    for (const headers of [{ "x-api-key": key }, { cookie: `session=${key}` }]) {
+      assert.equal((await send("/pets", { key: other, headers })).status, 200);
+    }
+    for (const body of [
+      JSON.stringify({ name: key, categoryId: 1 }),
+      JSON.stringify({ name: "Rex", categoryId: key }),
+      `{"name":"${key}`,
+      `${key}`,
+    ]) {
+      const answer = await send("/pets", { key: other, method: "POST", body });
+      assert.ok([201, 400].includes(answer.status), `${answer.status}: ${answer.body}`);
+    }
+  });
+
+  test("a broken key file on reload is reported without quoting the digests it holds", async () => {
+    const digests = keys.map((k) => ({ consumer: k.consumer, sha256: sha256(k.key) }));
+    const reloads = () => gw.logs.lines.filter((line) => String(line.msg).startsWith("api key")).length;
+    const before = reloads();
+    writeFileSync(keysFile, `${JSON.stringify({ keys: digests }).slice(0, -2)} oops ]}`);
+    for (let i = 0; i < 100 && reloads() === before; i++) await new Promise((wake) => setTimeout(wake, 50));
+    assert.ok(reloads() > before, "the failed reload was logged");
+    assert.equal((await send("/pets", { key })).status, 200, "the previous keys still work");
+    writeFileSync(keysFile, JSON.stringify({ keys: digests }));
+  });
+});
