@@ -1,0 +1,393 @@
+// npm run soak [-- --requests 200000 --warmup 20000 --concurrency 32]
+//
+// Bounded memory, measured: a real gateway process (node src/main.ts) in front of a backend that
+// fails on purpose, driven with a mix of valid and invalid requests, bad keys, unknown and
+// non-canonical paths and upstream faults. It prints the gateway's resident memory and the number
+// of /metrics series after the warm-up and at the end, checks that every request got an answer
+// and an access log line, and exits non-zero if RSS grew by 20 MB or more or the series count
+// moved. Loopback only; nothing is left running.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { parseArgs } from "node:util";
+
+const PROJECT_ROOT = resolve(import.meta.dirname, "..");
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: "string", default: "200000" },
+    // V8 sizes its heap to the load it sees: RSS levels off after some tens of thousands of requests.
+    warmup: { type: "string", default: "100000" },
+    concurrency: { type: "string", default: "32" },
+    "max-growth-mb": { type: "string", default: "20" },
+  },
+});
+const MEASURED = Number(args.requests);
+const WARMUP = Number(args.warmup);
+const CONCURRENCY = Number(args.concurrency);
+const MAX_GROWTH_MB = Number(args["max-growth-mb"]);
+
+// --- A backend that answers inside the contract, except where the pet id asks for a fault ------
+const PET = { id: 1, name: "Rex", categoryId: 7, status: "available" };
+const FAULTS = ["reset", "error", "hang", "bad-json", "cut", "slow"] as const;
+function startBackend(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("error", () => {});
+    req.on("end", () => {
+      const url = new URL(req.url ?? "/", "http://backend");
+      const json = (status: number, body: string) => {
+        res.writeHead(status, {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+        });
+        res.end(body);
+      };
+      if (req.method === "POST")
+        return json(201, `{"id":1,${Buffer.concat(chunks).toString("utf8").trim().slice(1)}`);
+      const id = /^\/v1\/pets\/(\d+)$/.exec(url.pathname)?.[1];
+      if (id === undefined) {
+        return json(200, JSON.stringify([{ ...PET, status: url.searchParams.get("status") ?? PET.status }]));
+      }
+      // Ids ending in 01..06 fail, each in its own way; every other id is served.
+      const fault = FAULTS[(Number(id.slice(-2)) || 99) - 1];
+      if (fault === "reset") return req.socket.destroy();
+      if (fault === "error") return json(500, '{"oops":true}');
+      if (fault === "hang") return; // the gateway's deadline answers; the socket dies with it
+      if (fault === "bad-json") return json(200, '{"id":');
+      if (fault === "cut") {
+        res.writeHead(200, { "content-type": "application/json", "content-length": "200" });
+        return void res.write('{"id":1,', () => req.socket.destroy());
+      }
+      if (fault === "slow")
+        return void setTimeout(() => json(200, JSON.stringify({ ...PET, id: Number(id) })), 50);
+      json(200, JSON.stringify({ ...PET, id: Number(id) }));
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  return new Promise((ready) =>
+    server.listen(0, "127.0.0.1", () =>
+      ready({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+        close: () => {
+          for (const socket of sockets) socket.destroy();
+          return new Promise((closed) => server.close(() => closed()));
+        },
+      }),
+    ),
+  );
+}
+
+// --- The gateway, as operators run it -------------------------------------------------------
+interface Gateway {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly opsPort: number;
+  accessLines(): number;
+  stderr(): string;
+}
+
+async function startGateway(upstreamUrl: string, dir: string, keys: readonly string[]): Promise<Gateway> {
+  const keysFile = join(dir, "api-keys.json");
+  const digest = (key: string) => createHash("sha256").update(key).digest("hex");
+  writeFileSync(
+    keysFile,
+    JSON.stringify({ keys: keys.map((key, i) => ({ consumer: `soak${i}`, sha256: digest(key) })) }),
+  );
+  const configFile = join(dir, "gateway.json");
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      upstream: { timeoutMs: 250, connectTimeoutMs: 500 },
+      server: { shutdownDrainMs: 0, shutdownTimeoutMs: 5000 },
+    }),
+  );
+  const child = spawn(process.execPath, ["src/main.ts"], {
+    cwd: PROJECT_ROOT,
+    env: {
+      PATH: process.env.PATH ?? "",
+      PORT: "0",
+      OPS_PORT: "0",
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "info",
+      WORKERS: "1",
+      GATEWAY_CONFIG: configFile,
+      UPSTREAM_URL: upstreamUrl,
+      API_KEYS_FILE: keysFile,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  let accessLines = 0;
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  const listening = new Promise<{ port: number; opsPort: number }>((ready, fail) => {
+    lines.on("line", (line) => {
+      if (line.includes('"msg":"request"')) accessLines++;
+      else if (line.includes('"msg":"gateway listening"')) ready(JSON.parse(line));
+    });
+    child.once("exit", (code) => fail(new Error(`the gateway exited with ${code}: ${stderr}`)));
+  });
+  const { port, opsPort } = await listening;
+  return { child, port, opsPort, accessLines: () => accessLines, stderr: () => stderr };
+}
+
+// --- The mix ------------------------------------------------------------------------------------
+interface Shot {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body?: string;
+}
+
+function mix(keys: readonly string[]): () => Shot {
+  let n = 0;
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)] as T;
+  const auth = () => ({ authorization: `Bearer ${pick(keys)}` });
+  const json = { "content-type": "application/json" };
+  return () => {
+    n++;
+    const roll = n % 20;
+    if (roll < 7) {
+      const query = pick([
+        "",
+        "?limit=5",
+        "?status=sold",
+        "?limit=100&status=pending",
+        "?limit=500",
+        "?limit=0",
+      ]);
+      return { method: "GET", path: `/v1/pets${query}`, headers: auth() };
+    }
+    if (roll < 9) {
+      const body = JSON.stringify({ name: `pet${n}`, categoryId: n, status: pick(["available", "sold"]) });
+      return { method: "POST", path: "/v1/pets", headers: { ...auth(), ...json }, body };
+    }
+    // 1 in 4 of these ids asks the backend for one of its faults.
+    if (roll < 11)
+      return { method: "GET", path: `/v1/pets/${Math.floor(Math.random() * 400)}`, headers: auth() };
+    if (roll === 11)
+      return {
+        method: "GET",
+        path: pick([
+          "/v1/pets?limit=x",
+          "/v1/pets?colour=red",
+          "/v1/pets?status=lost",
+          "/v1/pets/abc",
+          "/v1/pets?limit=1&limit=2",
+        ]),
+        headers: auth(),
+      };
+    if (roll === 12)
+      return {
+        method: "POST",
+        path: "/v1/pets",
+        headers: { ...auth(), ...json },
+        body: pick([
+          '{"name":1}',
+          "{",
+          '{"name":"a","categoryId":1,"__proto__":{}}',
+          `[${"[".repeat(40)}${"]".repeat(40)}]`,
+          '{"name":"a","categoryId":1e3}',
+        ]),
+      };
+    if (roll === 13)
+      return {
+        method: "POST",
+        path: "/v1/pets",
+        headers: { ...auth(), "content-type": "text/plain" },
+        body: "hello",
+      };
+    if (roll === 14) return { method: "GET", path: "/v1/pets", headers: {} };
+    if (roll === 15)
+      return {
+        method: "GET",
+        path: "/v1/pets",
+        headers: { authorization: `Bearer ${randomBytes(12).toString("hex")}` },
+      };
+    // Unknown paths, fresh each time: the metrics must not grow a series per path.
+    if (roll === 16)
+      return { method: "GET", path: `/v1/${randomBytes(6).toString("hex")}/${n}`, headers: auth() };
+    if (roll === 17)
+      return {
+        method: "GET",
+        path: pick(["/v1/pets/../admin", "/v1//pets", "/v1/pets%2f1", "/v1/pets;x=1"]),
+        headers: auth(),
+      };
+    if (roll === 18) return { method: pick(["DELETE", "PUT", "PATCH"]), path: "/v1/pets", headers: auth() };
+    return { method: "GET", path: `/v1/pets/${1000 + (n % 97)}`, headers: auth() };
+  };
+}
+
+interface Tally {
+  sent: number;
+  answered: number;
+  lost: number;
+  byStatus: Map<number, number>;
+}
+
+async function drive(port: number, count: number, next: () => Shot, tally: Tally): Promise<void> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  let issued = 0;
+  const worker = async () => {
+    while (issued < count) {
+      issued++;
+      const shot = next();
+      tally.sent++;
+      const status = await new Promise<number>((done) => {
+        const req = http.request(
+          { host: "127.0.0.1", port, method: shot.method, path: shot.path, headers: shot.headers, agent },
+          (res) => {
+            res.resume();
+            res.on("end", () => done(res.statusCode ?? 0));
+            res.on("error", () => done(-1)); // an answer cut on purpose (a fault mid-body) still counts
+          },
+        );
+        req.on("error", () => done(0));
+        req.setTimeout(10_000, () => req.destroy());
+        req.end(shot.body);
+      });
+      if (status === 0) tally.lost++;
+      else tally.answered++;
+      tally.byStatus.set(status, (tally.byStatus.get(status) ?? 0) + 1);
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  agent.destroy();
+}
+
+// --- Measurements -------------------------------------------------------------------------------
+function rssMb(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  return Number(kb) / 1024;
+}
+
+async function scrape(opsPort: number): Promise<string> {
+  return new Promise<string>((done, fail) => {
+    http
+      .get({ host: "127.0.0.1", port: opsPort, path: "/metrics" }, (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        res.on("end", () => done(body));
+      })
+      .on("error", fail);
+  });
+}
+
+/**
+ * The gateway's own series (its instruments), and all of them. Node's default metrics come and go
+ * with the kinds of handles open at the moment of the scrape; the gateway's must stay put.
+ */
+async function seriesCount(opsPort: number): Promise<{ gateway: number; all: number }> {
+  const samples = (await scrape(opsPort)).split("\n").filter((line) => line !== "" && !line.startsWith("#"));
+  const own = samples.filter((line) => !line.startsWith("nodejs_") && !line.startsWith("process_"));
+  return { gateway: own.length, all: samples.length };
+}
+
+/** The V8 heap in use and the memory outside it, as the gateway's own default metrics say. */
+async function heapMb(opsPort: number): Promise<{ heap: number; external: number }> {
+  const text = await scrape(opsPort);
+  const value = (name: string) =>
+    Number(new RegExp(`^${name} (\\S+)`, "m").exec(text)?.[1] ?? Number.NaN) / 2 ** 20;
+  return { heap: value("nodejs_heap_size_used_bytes"), external: value("nodejs_external_memory_bytes") };
+}
+
+const round = (n: number) => Math.round(n * 10) / 10;
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "gw-soak-"));
+  const keys = Array.from({ length: 3 }, () => `soak_${randomBytes(24).toString("base64url")}`);
+  const backend = await startBackend();
+  const gateway = await startGateway(backend.url, dir, keys);
+  const pid = gateway.child.pid as number;
+  const next = mix(keys);
+  const tally: Tally = { sent: 0, answered: 0, lost: 0, byStatus: new Map() };
+  try {
+    console.log(
+      `soak: gateway pid ${pid}; warm-up ${WARMUP} requests, then ${MEASURED}, ${CONCURRENCY} at a time`,
+    );
+    await drive(gateway.port, WARMUP, next, tally);
+    const warm = { rss: rssMb(pid), series: await seriesCount(gateway.opsPort) };
+    console.log(
+      `after warm-up:  RSS ${round(warm.rss)} MB, ${warm.series.gateway} gateway metric series (${warm.series.all} with Node's own)`,
+    );
+    let peak = warm.rss;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssMb(pid));
+    }, 1000);
+    const measuredFrom = tally.sent;
+    const measuredAt = performance.now();
+    // In slices, printing the trend: a leak climbs slice after slice, a warm heap levels off.
+    const slice = Math.max(1, Math.ceil(MEASURED / 10));
+    for (let done = 0; done < MEASURED; done += slice) {
+      await drive(gateway.port, Math.min(slice, MEASURED - done), next, tally);
+      const { heap, external } = await heapMb(gateway.opsPort);
+      console.log(
+        `  ${String(tally.sent - measuredFrom).padStart(7)} requests: RSS ${round(rssMb(pid))} MB, V8 heap used ${round(heap)} MB, external ${round(external)} MB`,
+      );
+    }
+    clearInterval(sampler);
+    const seconds = (performance.now() - measuredAt) / 1000;
+    const end = { rss: rssMb(pid), series: await seriesCount(gateway.opsPort) };
+    peak = Math.max(peak, end.rss);
+    console.log(
+      `at the end:     RSS ${round(end.rss)} MB, ${end.series.gateway} gateway metric series (${end.series.all} with Node's own); peak RSS ${round(peak)} MB`,
+    );
+    // Every answered request has its access log line (give the asynchronous log a moment).
+    for (let i = 0; i < 50 && gateway.accessLines() < tally.answered; i++)
+      await new Promise((w) => setTimeout(w, 100));
+    const growth = end.rss - warm.rss;
+    const statuses = Object.fromEntries([...tally.byStatus].sort(([a], [b]) => a - b));
+    console.log(
+      `requests: ${tally.sent} (${tally.sent - measuredFrom} measured in ${round(seconds)} s, ${Math.round((tally.sent - measuredFrom) / seconds)}/s); answered ${tally.answered}; lost ${tally.lost}; access log lines ${gateway.accessLines()}`,
+    );
+    // -1: an answer cut in the middle, as the gateway must when the backend breaks off mid-body.
+    console.log(`statuses: ${JSON.stringify(statuses)}`);
+    console.log(
+      `RSS growth after warm-up: ${round(growth)} MB (bound ${MAX_GROWTH_MB} MB); gateway series ${warm.series.gateway} -> ${end.series.gateway}`,
+    );
+    const alive = gateway.child.exitCode === null;
+    const problems = [
+      growth >= MAX_GROWTH_MB ? `RSS grew by ${round(growth)} MB` : "",
+      end.series.gateway !== warm.series.gateway
+        ? `the series count moved from ${warm.series.gateway} to ${end.series.gateway}`
+        : "",
+      tally.lost > 0 ? `${tally.lost} requests got no answer` : "",
+      gateway.accessLines() < tally.answered
+        ? `only ${gateway.accessLines()} access lines for ${tally.answered} answers`
+        : "",
+      alive ? "" : "the gateway died",
+      gateway.stderr() === "" ? "" : `stderr: ${gateway.stderr().slice(0, 500)}`,
+    ].filter((p) => p !== "");
+    console.log(problems.length === 0 ? "soak: OK" : `soak: FAILED: ${problems.join("; ")}`);
+    process.exitCode = problems.length === 0 ? 0 : 1;
+  } finally {
+    if (gateway.child.exitCode === null) {
+      gateway.child.kill("SIGTERM");
+      await once(gateway.child, "exit");
+    }
+    await backend.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
