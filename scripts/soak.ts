@@ -109,6 +109,7 @@ async function startGateway(upstreamUrl: string, dir: string, keys: readonly str
   writeFileSync(
     configFile,
     JSON.stringify({
+      opsHost: "127.0.0.1",
       upstream: { timeoutMs: 250, connectTimeoutMs: 500 },
       server: { shutdownDrainMs: 0, shutdownTimeoutMs: 5000 },
     }),
