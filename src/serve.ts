@@ -91,6 +91,22 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+  // No input or backend behaviour is known to get here (the hardening suites try); should a bug
+  // ever do it, the state of the process is unknown: leave one fatal line, flush, and exit so the
+  // supervisor (the cluster primary, Kubernetes, systemd) starts a clean one.
+  const onFatal = (error: unknown, origin: string) => {
+    logger.fatal(
+      {
+        origin,
+        error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
+      },
+      "fatal error",
+    );
+    flush();
+    process.exit(70);
+  };
+  process.on("uncaughtException", onFatal);
+  process.on("unhandledRejection", (reason) => onFatal(reason, "unhandledRejection"));
 
   return {
     gateway,
