@@ -27,7 +27,9 @@ async function main(): Promise<void> {
     choice.kind === "demo"
       ? { config, upstreamUrl: (demo as DemoSetup).upstreamUrl, environment: "demo" }
       : { config, upstreamUrl: choice.url, environment: choice.environment };
-  const log = createLogger(config.log.level);
+  const workers = workerCount(config.workers);
+  // With workers, the primary shares stdout with them; alone, this process has it to itself.
+  const log = createLogger(config.log.level, undefined, { sharedStdout: workers > 1 });
   const onStopped = async () => {
     await demo?.close();
   };
@@ -39,7 +41,6 @@ async function main(): Promise<void> {
     );
   };
 
-  const workers = workerCount(config.workers);
   if (workers > 1) return runPrimary({ setup, workers, log, onListening: announce, onStopped });
   const serving = await serve(setup, { log, ops: true, onStopped });
   const opsPort = serving.opsPort as number;
