@@ -75,6 +75,8 @@ interface Settings {
   readonly durationS: number;
   /** Seconds of discarded load per target before a scenario's rounds. */
   readonly warmupS: number;
+  /** Warm each target up only before the first scenario it takes part in. */
+  readonly warmupOnce: boolean;
   readonly connections: number;
   /** Requests per second of the fixed-rate scenario. */
   readonly rate: number;
@@ -89,6 +91,7 @@ const PRESETS: Record<"full" | "quick", Settings> = {
     rounds: 4,
     durationS: 2,
     warmupS: 1,
+    warmupOnce: false,
     connections: 50,
     rate: 2000,
     rateRounds: 3,
@@ -100,12 +103,13 @@ const PRESETS: Record<"full" | "quick", Settings> = {
     rounds: 2,
     durationS: 1,
     warmupS: 1,
+    warmupOnce: true,
     connections: 50,
     rate: 2000,
     rateRounds: 2,
-    rateDurationS: 2,
+    rateDurationS: 1,
     rssConnections: 1000,
-    rssDurationS: 2,
+    rssDurationS: 1,
   },
 };
 
@@ -642,6 +646,8 @@ const median = (values: readonly number[]): number => {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 
+const warmed = new Set<string>();
+
 async function runRounds(
   targets: readonly Target[],
   spec: RequestSpec,
@@ -649,7 +655,11 @@ async function runRounds(
   rounds: number,
   warmupS: number,
 ): Promise<Record<string, Measured[]>> {
-  if (warmupS > 0) for (const target of targets) await measure(target, spec, { ...load, durationS: warmupS });
+  for (const target of targets) {
+    if (warmupS === 0 || (settings.warmupOnce && warmed.has(target.name))) continue;
+    await measure(target, spec, { ...load, durationS: warmupS });
+    warmed.add(target.name);
+  }
   const runs: Record<string, Measured[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
   for (let round = 0; round < rounds; round++) {
     // Forward, then backward: no target always runs right after the same neighbour.
@@ -744,13 +754,22 @@ async function keysScenario(oneKey: Target, manyKeys: Target, reference: Target)
   const spec = REQUESTS.list20;
   await preflight([oneKey, manyKeys], spec, reference);
   const load = { connections: settings.connections, durationS: settings.durationS };
-  const runs = await runRounds([oneKey, manyKeys], spec, load, settings.rounds, settings.warmupS);
+  const runs = await runRounds(
+    [oneKey, manyKeys],
+    spec,
+    load,
+    settings.rounds,
+    Math.max(3, 2 * settings.warmupS),
+  );
   const ratio = perRound(runs, manyKeys.name, oneKey.name, rpsRatio);
-  // Within noise: 1 lies inside the range of the per-round ratios, or the median is within 3 %.
+  // The target is that a big key file costs nothing: not measurably slower, where the noise is
+  // half the spread of the per-round ratios (at least 3 %). Faster is no failure (a fresh process
+  // with a bigger heap may well do fewer collections).
   const many = runs[manyKeys.name] ?? [];
   const roundRatios = (runs[oneKey.name] ?? []).map((one, i) => (many[i]?.rps ?? Number.NaN) / one.rps);
   const [low, high] = [Math.min(...roundRatios), Math.max(...roundRatios)];
-  const within = (low <= 1 && high >= 1) || Math.abs(1 - ratio) <= 0.03;
+  const noise = Math.max(0.03, (high - low) / 2);
+  const within = ratio >= 1 - noise;
   return {
     id: "keys",
     title: "100,000-key file against a 1-key file (GET /v1/pets, 20 animals)",
@@ -768,7 +787,7 @@ async function keysScenario(oneKey: Target, manyKeys: Target, reference: Target)
       "highest round 100k/1 key": high,
     },
     verdicts: [
-      `${within ? "MET" : "MISSED"}: 100k/1 key ${ratio.toFixed(3)} (rounds ${low.toFixed(3)} to ${high.toFixed(3)})`,
+      `${within ? "MET" : "MISSED"}: 100k/1 key ${ratio.toFixed(3)}, not slower beyond the noise of ±${(noise * 100).toFixed(1)}% (rounds ${low.toFixed(3)} to ${high.toFixed(3)})`,
     ],
   };
 }
@@ -1065,10 +1084,11 @@ async function main(): Promise<void> {
   if (wanted("keys")) {
     const manyKeyFile = join(work, "keys-100000.json");
     writeKeys(manyKeyFile, 100_000);
+    // Both fresh, so that neither has had more time than the other to warm up.
+    const oneKey = await startGateway("gateway-1key", backend.url, oneKeyFile);
     const manyKeys = await startGateway("gateway-100k", backend.url, manyKeyFile);
-    const oneKey: Target = { ...gateway, name: "gateway-1key" };
     await run("keys", () => keysScenario(oneKey, manyKeys, direct));
-    await stop(manyKeys.child);
+    await Promise.all([stop(oneKey.child), stop(manyKeys.child)]);
   }
   await run("rate", () => rateScenario(proxies, direct));
   let rss: RssResult | undefined;
