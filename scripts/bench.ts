@@ -14,6 +14,8 @@
 // --backend static|demo --no-nginx --only list20,list100,create,getPet,keys,rate,rss
 // --compare GIT_REF: also runs the gateway as it was at GIT_REF, as one more target in the same
 // rounds, so that a change to the gateway is measured against its predecessor on equal terms.
+// --compare-flags="NODE FLAGS": the same, for the gateway of this tree started with other Node
+// flags (e.g. "--max-semi-space-size=8").
 // --targets direct,nginx,bare,gateway,gateway-nocontract,compare: run only these targets in
 // the throughput and fixed-rate scenarios (an A/B of two gateways: --targets gateway,compare).
 import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
@@ -64,6 +66,7 @@ const { values: flags } = parseArgs({
     "no-nginx": { type: "boolean", default: false },
     only: { type: "string" },
     compare: { type: "string" },
+    "compare-flags": { type: "string" },
     targets: { type: "string" },
   },
   strict: true,
@@ -305,7 +308,7 @@ async function startGateway(
   contract: "enforce" | "off" = "enforce",
 ): Promise<Target & { child: ChildProcess }> {
   const [port, opsPort] = [await freePort(), await freePort()];
-  const configFile = join(work, `${name}.json`);
+  const configFile = join(work, `${name.replace(/[^\w.-]+/g, "_")}.json`);
   // Every policy on: CORS with an allowed origin (the load carries no Origin, as server-to-server
   // calls do), auth from a key file, lifecycle, limit, request validation, and the response
   // contract in enforce mode. A tree from --compare gets the settings of the policies it has.
@@ -1032,10 +1035,16 @@ async function main(): Promise<void> {
   const gateway = await startGateway("gateway", backend.url, oneKeyFile);
   const nginx = chosen("nginx") ? await startNginx(backendOrigin) : undefined;
   const proxies: Target[] = [direct, ...(nginx ? [nginx] : []), bare, gateway].filter((t) => chosen(t.name));
+  if (flags.compare && flags["compare-flags"])
+    throw new Error("--compare and --compare-flags: one at a time");
   if (flags.compare) {
     const tree = checkout(flags.compare);
     proxies.push(await startGateway(tree.name, backend.url, oneKeyFile, [], tree.root));
     compared = tree.name;
+  } else if (flags["compare-flags"]) {
+    const nodeFlags = flags["compare-flags"].split(/\s+/).filter((flag) => flag !== "");
+    compared = `gateway ${nodeFlags.join(" ")}`;
+    proxies.push(await startGateway(compared, backend.url, oneKeyFile, nodeFlags));
   }
 
   const scenarios: ScenarioResult[] = [];
