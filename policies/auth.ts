@@ -1,7 +1,7 @@
 // Bearer API keys on every operation. Keys live in a file as SHA-256 digests only; a presented
 // key is hashed and looked up by its digest in a hash table, so the lookup costs the same for 1
 // key or 100,000, and what its timing could reveal is the digest of the attacker's own guess.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import { readFileSync, type Stats, statSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { ConfigError } from "../src/config.ts";
@@ -160,7 +160,7 @@ export default definePolicy<AuthOptions>({
             exchange.notes.authFailure = "empty key";
             return INVALID;
           }
-          const digest = createHash("sha256").update(key).digest();
+          const digest = hash("sha256", key, "buffer");
           const entry = keys.get(digest.toString("hex"));
           // The table found the entry by the whole digest already; the comparison stays
           // constant-time should the table ever be keyed by less.

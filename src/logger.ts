@@ -62,6 +62,21 @@ export function destinationOptions(sharedStdout: boolean) {
   } as const;
 }
 
+// pino's isoTime builds a Date and formats it for every line. The same text, with the part up to
+// the second formatted once a second: an ISO timestamp with milliseconds, as before.
+let formattedSecond = -1;
+let secondPrefix = "";
+function isoTime(): string {
+  const now = Date.now();
+  const ms = now % 1000;
+  const second = now - ms;
+  if (second !== formattedSecond) {
+    formattedSecond = second;
+    secondPrefix = new Date(second).toISOString().slice(0, 20); // "2026-11-22T01:07:01."
+  }
+  return `,"time":"${secondPrefix}${ms < 10 ? "00" : ms < 100 ? "0" : ""}${ms}Z"`;
+}
+
 export function createLogger(
   level: string,
   destination?: DestinationStream,
@@ -75,7 +90,7 @@ export function createLogger(
     {
       level,
       base: { pid: process.pid },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTime,
       redact: { paths: REDACT, censor: CENSOR },
       formatters: { level: (label) => ({ level: label }) },
     },
