@@ -255,6 +255,17 @@ export default definePolicy<LifecycleOptions>({
           ? gatewayError("OPERATION_SUNSET", `${publicName} was removed on ${sunsetDate}; ${replacement}`)
           : undefined;
       const operationWindows = windows.get(id) ?? [];
+      // One label child per consumer, looked up once: prom-client hashes label values on every labels() call.
+      const callCounters = new Map<string, { inc(): void }>();
+      const countCall = (consumer: string) => {
+        const label = consumerLabel(consumer);
+        let counter = callCounters.get(label);
+        if (counter === undefined) {
+          counter = metrics.deprecatedCalls.labels(id, label);
+          callCounters.set(label, counter);
+        }
+        counter.inc();
+      };
 
       return {
         onRequest(exchange: Exchange): GatewayError | undefined {
@@ -279,7 +290,7 @@ export default definePolicy<LifecycleOptions>({
           const consumer = exchange.consumer ?? ANONYMOUS;
           const userAgent = headerText(exchange.req.headers["user-agent"]);
           tally.record(id, consumer, at, userAgent);
-          metrics.deprecatedCalls.labels(id, consumerLabel(consumer)).inc();
+          countCall(consumer);
           // The fleet-wide record of who still calls: scripts/deprecation-report.ts reads these lines.
           logger.info(
             {
