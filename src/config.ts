@@ -167,7 +167,11 @@ export function validateConfig(
   const config = structuredClone(raw);
   if (!validate(config))
     throw new ConfigError(`invalid config: ${describeConfigError(validate.errors, describe)}`);
-  const { server } = config as unknown as GatewayConfig;
+  const { server, port, opsPort } = config as unknown as GatewayConfig;
+  // Metrics and reports must never be served on the public port.
+  if (port !== 0 && port === opsPort) {
+    throw new ConfigError(`invalid config: ${describe("/opsPort")} must differ from /port (${port})`);
+  }
   // Node refuses a headers timeout above the request timeout with a stack trace; say it here.
   if (server.headersTimeoutMs > server.requestTimeoutMs) {
     throw new ConfigError(

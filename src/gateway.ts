@@ -2,7 +2,7 @@
 // mount; buildGateway() wraps them in the gateway's own public and ops servers (not listening).
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { GatewayConfig } from "./config.ts";
+import { ConfigError, type GatewayConfig } from "./config.ts";
 import { type ErrorCode, errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import { isClosing, markClosing } from "./framing.ts";
 import { createLogger, type Logger } from "./logger.ts";
@@ -63,7 +63,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   } catch (error) {
     for (const instance of instances) void instance.close?.();
-    throw error;
+    // Bad policy options are a configuration problem: one line naming the field, no stack.
+    throw error instanceof ConfigError || !(error instanceof Error) ? error : new ConfigError(error.message);
   }
   const pipeline = createPipeline({
     config,

@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   };
   const announce = (port: number, opsPort: number) => {
     if (!demo) return;
-    const key = demo.apiKey ? `-H 'Authorization: Bearer ${demo.apiKey}' ` : "";
+    const key = `-H 'Authorization: Bearer ${demo.apiKey ?? "<a key from your key file>"}' `;
     process.stderr.write(
       `petstore-gateway in front of the demo backend. Try: curl -s ${key}http://localhost:${port}/v1/pets  (metrics: http://localhost:${opsPort}/metrics)\n`,
     );

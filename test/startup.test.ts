@@ -85,11 +85,29 @@ test("the demo uses a key file named in the config file instead of generating a 
   });
   try {
     const [line] = (await once(createInterface({ input: child.stderr }), "line")) as [string];
-    assert.doesNotMatch(line, /Bearer/, "no key is generated when one is configured");
+    assert.match(line, /Bearer <a key from your key file>/, "no key is generated when one is configured");
     const url = /(http:\/\/localhost:\d+\/v1\/pets)/.exec(line)?.[1] as string;
     assert.equal((await request(url, { key: (keys[0] as { key: string }).key })).status, 200);
   } finally {
     child.kill("SIGTERM");
     await once(child, "exit");
   }
+});
+
+test("bad policy options and a shared public and ops port are refused with one line naming the field", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
+  const configFile = join(dir, "gateway.json");
+  writeFileSync(
+    configFile,
+    JSON.stringify({ policies: { responseContract: { operations: { nope: "enforce" } } } }),
+  );
+  const policy = await startUp({ GATEWAY_CONFIG: configFile });
+  assert.equal(policy.code, 1);
+  assert.equal(policy.stderr.trim().split("\n").length, 1, policy.stderr);
+  assert.match(policy.stderr, /policies\.responseContract\.operations\.nope/);
+
+  const ports = await startUp({ PORT: "18123", OPS_PORT: "18123" });
+  assert.equal(ports.code, 1);
+  assert.equal(ports.stderr.trim().split("\n").length, 1, ports.stderr);
+  assert.match(ports.stderr, /OPS_PORT \(\/opsPort\) must differ from \/port/);
 });
