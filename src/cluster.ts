@@ -16,7 +16,7 @@ import { createLogger, type LoggerHandle } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
 import { createOpsHandler, type OpsSource } from "./ops.ts";
 import type { OpsReport } from "./policy.ts";
-import { type ProcessSetup, type Serving, serve } from "./serve.ts";
+import { closeAndExit, type ProcessSetup, type Serving, serve } from "./serve.ts";
 
 /** The environment variable that carries the primary's setup to a worker. */
 const WORKER_SETUP = "PETSTORE_GATEWAY_WORKER";
@@ -326,13 +326,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   const finish = async () => {
     if (finishing) return;
     finishing = true;
-    opsServer.close();
-    opsServer.closeAllConnections();
-    await gateway.close();
-    await options.onStopped?.();
-    logger.info("stopped");
-    flush();
-    process.exit(exitCode);
+    await closeAndExit(opsServer, gateway, options, exitCode);
   };
 
   const stop = (why: string) => {

@@ -3,6 +3,7 @@
 // being served through the drain delay, then in-flight ones complete, and the logs are flushed
 // before the process exits, since they are the record of deprecated calls.
 import { once } from "node:events";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import policies from "../policies/index.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -66,17 +67,7 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     deadline.unref();
     // Load balancers take a moment to see readiness go false: keep serving meanwhile.
     setTimeout(() => {
-      server.close(async () => {
-        if (options.ops) {
-          opsServer.close();
-          opsServer.closeAllConnections();
-        }
-        await gateway.close();
-        await options.onStopped?.();
-        logger.info("stopped");
-        flush();
-        process.exit(0);
-      });
+      server.close(() => void closeAndExit(options.ops ? opsServer : undefined, gateway, options, 0));
       server.closeIdleConnections();
     }, config.server.shutdownDrainMs).unref();
   };
@@ -114,4 +105,26 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     opsPort: options.ops ? (opsServer.address() as AddressInfo).port : undefined,
     stop,
   };
+}
+
+/**
+ * The last step of a graceful shutdown, once no request is left: the ops port, the gateway (its
+ * upstream agents, the policies' timers), the caller's own clean-up, then the logs flushed,
+ * since they are the record of deprecated calls. A single process and a cluster primary both end here.
+ */
+export async function closeAndExit(
+  opsServer: Server | undefined,
+  gateway: Pick<Gateway, "close">,
+  options: { readonly log: LoggerHandle; readonly onStopped?: (() => Promise<void>) | undefined },
+  exitCode: number,
+): Promise<never> {
+  if (opsServer) {
+    opsServer.close();
+    opsServer.closeAllConnections();
+  }
+  await gateway.close();
+  await options.onStopped?.();
+  options.log.logger.info("stopped");
+  options.log.flush();
+  process.exit(exitCode);
 }
