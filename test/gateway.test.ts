@@ -17,8 +17,7 @@ import {
   writeKeysFile,
 } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["acme"]);
-const key = (keys[0] as { key: string }).key;
+const { file: keysFile, key } = writeKeysFile(["acme"]);
 
 describe("a gateway in front of the demo backend process", () => {
   let backend: BackendProcess;

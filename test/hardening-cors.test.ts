@@ -8,8 +8,7 @@ import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/p
 import { assertNoSecrets, capturedOutputs, contractAnswer, watchForCrashes } from "./hardening-kit.ts";
 import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["acme"]);
-const key = (keys[0] as { key: string }).key;
+const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const APP = "https://app.example.com";
 const preflight = (origin: string, method = "POST", path = "/pets") => ({
   method: "OPTIONS",

@@ -14,8 +14,7 @@ import {
 } from "./hardening-kit.ts";
 import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["acme"]);
-const key = (keys[0] as { key: string }).key;
+const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const AUTH = `Authorization: Bearer ${key}\r\n`;
 const BODY = '{"name":"Rex","categoryId":7}';
 const PROBES = framingProbes(key);

@@ -25,8 +25,7 @@ import {
 } from "./hardening-kit.ts";
 import { PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["acme", "globex"]);
-const key = (keys[0] as { key: string }).key;
+const { file: keysFile, keys, key, keyOf } = writeKeysFile(["acme", "globex"]);
 const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
 
 interface GatewayProcess {
@@ -327,7 +326,7 @@ describe("the gateway process under everything at once", () => {
       }
       backend.behave(contractAnswer);
       // Bad keys, and valid keys in every position a client might put them.
-      const other = (keys[1] as { key: string }).key;
+      const other = keyOf("globex");
       for (const authorization of [
         `Bearer ${key}x`,
         `Bearer ${key.slice(0, -1)}`,

@@ -23,8 +23,7 @@ import {
 import { startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_122);
-const { file: keysFile, keys } = writeKeysFile(["acme"]);
-const key = (keys[0] as { key: string }).key;
+const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 const INTEGER_LITERAL = /^-?(?:0|[1-9][0-9]*)$/;

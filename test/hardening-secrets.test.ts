@@ -8,9 +8,8 @@ import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/p
 import { assertNoSecrets, capturedOutputs, contractAnswer, watchForCrashes } from "./hardening-kit.ts";
 import { request, sha256, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["acme", "globex"]);
-const key = (keys[0] as { key: string }).key;
-const other = (keys[1] as { key: string }).key;
+const { file: keysFile, keys, key, keyOf } = writeKeysFile(["acme", "globex"]);
+const other = keyOf("globex");
 
 describe("secret hygiene", () => {
   let backend: ProgrammableBackend;

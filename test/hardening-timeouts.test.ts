@@ -17,8 +17,7 @@ import {
 } from "./hardening-kit.ts";
 import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["acme"]);
-const key = (keys[0] as { key: string }).key;
+const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const HEADERS_TIMEOUT_MS = 1000;
 const REQUEST_TIMEOUT_MS = 2000;
 // Node checks the two timeouts once per interval (min(1 s, headers timeout)): a generous bound

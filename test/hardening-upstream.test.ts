@@ -15,8 +15,7 @@ import {
 } from "./hardening-kit.ts";
 import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["acme"]);
-const key = (keys[0] as { key: string }).key;
+const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
 
 interface Outcome {

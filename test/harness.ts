@@ -55,11 +55,18 @@ export interface ApiKey {
   readonly key: string;
 }
 
+export interface KeysFile {
+  readonly file: string;
+  /** The clear keys, in the order of the consumers given. */
+  readonly keys: ApiKey[];
+  /** The first consumer's clear key: most suites call as one consumer. */
+  readonly key: string;
+  /** The clear key of a consumer of this file (throws for any other name). */
+  keyOf(consumer: string): string;
+}
+
 /** Writes a key file holding digests only; returns its path and the clear keys for the test to use. */
-export function writeKeysFile(
-  consumers: readonly string[],
-  directory?: string,
-): { file: string; keys: ApiKey[] } {
+export function writeKeysFile(consumers: readonly string[], directory?: string): KeysFile {
   const dir = directory ?? mkdtempSync(join(tmpdir(), "gw-keys-"));
   const keys = consumers.map((consumer) => ({
     consumer,
@@ -67,7 +74,12 @@ export function writeKeysFile(
   }));
   const file = join(dir, "api-keys.json");
   writeKeysFileAt(file, keys);
-  return { file, keys };
+  const keyOf = (consumer: string) => {
+    const found = keys.find((k) => k.consumer === consumer);
+    if (!found) throw new Error(`no key for ${consumer} in ${file}`);
+    return found.key;
+  };
+  return { file, keys, key: keyOf(consumers[0] as string), keyOf };
 }
 
 export function writeKeysFileAt(file: string, keys: readonly ApiKey[]): void {

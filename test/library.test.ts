@@ -15,8 +15,7 @@ import {
 } from "../src/index.ts";
 import { type BackendProcess, request, startDemoBackendProcess, writeKeysFile } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["embedder"]);
-const key = (keys[0] as { key: string }).key;
+const { file: keysFile, key } = writeKeysFile(["embedder"]);
 let backend: BackendProcess;
 let gateway: Gateway;
 let server: http.Server;

@@ -25,8 +25,7 @@ import {
   writeKeysFile,
 } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["acme", "globex", "initech"]);
-const keyOf = (consumer: string) => (keys.find((k) => k.consumer === consumer) as { key: string }).key;
+const { file: keysFile, keys, keyOf } = writeKeysFile(["acme", "globex", "initech"]);
 const acme = keyOf("acme");
 const globex = keyOf("globex");
 const initech = keyOf("initech");

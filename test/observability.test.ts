@@ -26,9 +26,9 @@ import {
   writeKeysFile,
 } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["acme", "globex"]);
-const acme = (keys[0] as { key: string }).key;
-const globex = (keys[1] as { key: string }).key;
+const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex"]);
+const acme = keyOf("acme");
+const globex = keyOf("globex");
 const PET = '{"id":1,"name":"Rex","categoryId":3,"status":"available"}';
 const json = (status: number, body: string) => ({
   kind: "respond" as const,

@@ -27,8 +27,7 @@ import {
   writeKeysFile,
 } from "./harness.ts";
 
-const { file: keysFile, keys } = writeKeysFile(["acme"]);
-const key = (keys[0] as { key: string }).key;
+const { file: keysFile, key } = writeKeysFile(["acme"]);
 const CAP = 32_768;
 const VIOLATIONS = "gateway_contract_violations_total";
 // The backend's answers by status: its 5xx and 429 are counted there, not as violations.

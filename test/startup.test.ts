@@ -74,7 +74,7 @@ test("npm start and npm test stop at once on a Node older than 22 and say how to
 });
 
 test("the demo uses a key file named in the config file instead of generating a key", async () => {
-  const { file, keys } = writeKeysFile(["configured"]);
+  const { file, key } = writeKeysFile(["configured"]);
   const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
   const configFile = join(dir, "gateway.json");
   writeFileSync(configFile, JSON.stringify({ policies: { auth: { keysFile: file } } }));
@@ -87,7 +87,7 @@ test("the demo uses a key file named in the config file instead of generating a 
     const [line] = (await once(createInterface({ input: child.stderr }), "line")) as [string];
     assert.match(line, /Bearer <a key from your key file>/, "no key is generated when one is configured");
     const url = /(http:\/\/localhost:\d+\/v1\/pets)/.exec(line)?.[1] as string;
-    assert.equal((await request(url, { key: (keys[0] as { key: string }).key })).status, 200);
+    assert.equal((await request(url, { key })).status, 200);
   } finally {
     child.kill("SIGTERM");
     await once(child, "exit");
