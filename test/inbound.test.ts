@@ -4,7 +4,15 @@
 // greps everything the gateways wrote for keys and digests.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -12,6 +20,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import pino from "pino";
 import auth, { type AuthOptions } from "../policies/auth.ts";
+import { DEFAULT_OPENAPI_FILE } from "../src/config.ts";
 import { createMetrics } from "../src/metrics.ts";
 import type { Operation } from "../src/openapi.ts";
 import type { Exchange, PolicyDefinition } from "../src/policy.ts";
@@ -1244,6 +1253,45 @@ describe("limit on GET /pets", () => {
       assert.equal(line.limitRequested, adjustment && requested !== undefined ? requested : undefined);
     });
   }
+
+  test("the table's 20 and 100 are the default and maximum the OpenAPI document gives limit", () => {
+    const schema = gw.gateway.api.operation("listPets")?.queryParameters.get("limit")?.schema;
+    assert.equal(schema?.default, 20);
+    assert.equal(schema?.minimum, 1);
+    assert.equal(schema?.maximum, 100);
+  });
+
+  test("another document's default and maximum are the ones applied: the policy reads them, it holds no numbers", async () => {
+    const document = JSON.parse(readFileSync(DEFAULT_OPENAPI_FILE, "utf8")) as {
+      paths: Record<
+        string,
+        Record<string, { parameters?: { name: string; schema: Record<string, number> }[] }>
+      >;
+    };
+    const limit = document.paths["/pets"]?.get?.parameters?.find((parameter) => parameter.name === "limit");
+    assert.ok(limit, "the real document has GET /pets?limit");
+    limit.schema.default = 7;
+    limit.schema.maximum = 30;
+    const openapi = join(directory, "openapi-limit-7-30.json");
+    writeFileSync(openapi, JSON.stringify(document));
+    const other = await gatewayFor(
+      backend.url,
+      { keysFile: keysFileWith("limit-other.json", [key]) },
+      { openapi },
+    );
+    try {
+      const defaulted = await send(`${other.url}/pets`, { key: key.key });
+      assert.equal(defaulted.status, 200);
+      assert.equal(backend.requests.at(-1)?.url, "/v1/pets?limit=7");
+      assert.equal(defaulted.headers["x-limit-applied"], "7");
+      const clamped = await send(`${other.url}/pets?limit=100`, { key: key.key });
+      assert.equal(clamped.status, 200);
+      assert.equal(backend.requests.at(-1)?.url, "/v1/pets?limit=30");
+      assert.equal(clamped.headers["x-limit-applied"], "30");
+    } finally {
+      await stop(other);
+    }
+  });
 
   test("X-Limit-Applied is on every listPets answer that got as far as the limit, whoever wrote it", async () => {
     backend.behave(() => ({ kind: "respond", status: 503, headers: JSON_HEADERS, body: "{}" }));
