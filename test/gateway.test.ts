@@ -84,6 +84,16 @@ describe("a gateway in front of the demo backend process", () => {
     const answer = await request(`${gw.url}/pets`, { key, method: "HEAD" });
     assert.equal(answer.status, 200);
     assert.equal(answer.body, "");
+    // Follows GET: the same operation answers, with GET's headers (a HEAD refused or routed
+    // elsewhere would differ here, which status and body alone do not show).
+    const get = await request(`${gw.url}/pets`, { key });
+    assert.equal(answer.headers["content-type"], get.headers["content-type"]);
+    assert.match(String(answer.headers["content-type"]), /^application\/json/);
+    assert.equal(answer.headers["x-limit-applied"], get.headers["x-limit-applied"]);
+    assert.equal(answer.headers["x-limit-applied"], "20");
+    const unknown = await request(`${gw.url}/pets/987654321`, { key, method: "HEAD" });
+    assert.equal(unknown.status, 404, "HEAD of a missing animal is GET's 404");
+    assert.equal(unknown.body, "");
   });
 });
 
