@@ -8,17 +8,17 @@
 // is an array index, the body is parsed once with plain JSON.parse, and the slow exact-integer
 // parse runs only when a compared number is beyond 2^53. Everything that describes a violation
 // (pointers, excerpts, log lines) is built only once a violation is found.
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { Ajv } from "ajv";
-import { LRUCache } from "lru-cache";
 import { type GatewayError, gatewayError } from "../src/errors.ts";
 import { mayHoldUnsafeIntegers, parseWithExactIntegers } from "../src/json.ts";
 import { describeValidationError, type Operation } from "../src/openapi.ts";
-import { sendJson } from "../src/ops.ts";
 import { definePolicy, type Exchange, type OpsReport, type UpstreamAnswer } from "../src/policy.ts";
+import { excerpt, headerExcerpt, jsonErrorExcerpt } from "./contract-excerpt.ts";
+import { type ContractMode, createDriftLog, type Violation } from "./contract-report.ts";
 
-export type ContractMode = "enforce" | "report" | "off";
+export type { ContractMode, ContractReport } from "./contract-report.ts";
 
 export interface ResponseContractOptions {
   /** The mode of every operation not named in `operations`. */
@@ -27,50 +27,6 @@ export interface ResponseContractOptions {
   readonly operations: Readonly<Record<string, ContractMode>>;
   /** Distinct violations kept per operation for the drift report (least recently seen dropped first). */
   readonly recentPerOperation: number;
-}
-
-/** One broken promise of an answer, described once it is found. */
-interface Violation {
-  /** Bounded: status, media-type, size, encoding, json, schema:<keyword>, or a document rule name. */
-  readonly rule: string;
-  /** JSON pointer of the offending field in the answer's body ("" for the whole answer). */
-  readonly pointer: string;
-  readonly message: string;
-  /** A short, redacted rendering of the offending value. */
-  readonly excerpt: string;
-}
-
-interface DriftExample {
-  readonly requestId: string;
-  readonly at: string;
-  readonly upstreamStatus: number;
-  readonly pointer: string;
-  readonly message: string;
-  readonly excerpt: string;
-  readonly mode: "enforce" | "report";
-  readonly action: "rejected" | "passed";
-}
-
-/** One kind of drift: a rule broken at one place (array indices folded into *). */
-interface Drift {
-  readonly rule: string;
-  readonly where: string;
-  count: number;
-  firstSeen: string;
-  lastSeen: string;
-  last: DriftExample;
-}
-
-interface OperationDrift {
-  readonly mode: ContractMode;
-  violations: number;
-  byRule: Record<string, number>;
-  /** Most recently seen first. */
-  recent: Drift[];
-}
-
-export interface ContractReport {
-  readonly operations: Record<string, OperationDrift>;
 }
 
 // The interface's rules beyond its schemas, as the document states them.
@@ -116,19 +72,6 @@ const RULES_SCHEMA = {
 };
 
 const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
-const EXCERPT_CHARS = 80;
-const STRING_CHARS = 40;
-const REDACTED = "[redacted]";
-// Values under such names, the request's own credential, and long token-shaped strings never
-// reach a log line or the drift report, whatever the backend put in its answer.
-const SENSITIVE_NAME = /key|token|secret|passw|authori[sz]ation|credential|cookie|session/i;
-const TOKEN_LIKE = /[A-Za-z0-9_+/=-]{24,}/g;
-const TOKEN_CHAR = /[A-Za-z0-9_+/=-]/;
-const LETTER = /[A-Za-z]/;
-const DIGIT = /[0-9]/;
-const ARRAY_INDEX = /\/[0-9]+(?=\/|$)/g;
-const JSON_ERROR_POSITION = /position ([0-9]+)/;
-const BEARER_PREFIX = /^bearer\s+/i;
 
 export default definePolicy<ResponseContractOptions>({
   name: "responseContract",
@@ -160,26 +103,15 @@ export default definePolicy<ResponseContractOptions>({
     const validateRules = new Ajv({ strict: true, allErrors: false }).compile(RULES_SCHEMA);
     const modeOf = (operation: Operation): ContractMode => options.operations[operation.id] ?? options.mode;
 
-    // The drift per operation: totals by rule (bounded by the rule set) and the most recently
-    // seen distinct violations (bounded by the LRU).
-    const drift = new Map<
-      string,
-      { mode: ContractMode; violations: number; byRule: Map<string, number>; recent: LRUCache<string, Drift> }
-    >();
-    for (const operation of api.operations) {
-      drift.set(operation.id, {
-        mode: modeOf(operation),
-        violations: 0,
-        byRule: new Map(),
-        recent: new LRUCache({ max: options.recentPerOperation }),
-      });
-    }
+    const drift = createDriftLog(
+      api.operations.map((operation) => [operation.id, modeOf(operation)] as const),
+      options.recentPerOperation,
+    );
 
     const record = (plan: OperationPlan, exchange: Exchange, status: number, found: readonly Violation[]) => {
       const operation = plan.operation.id;
       const action = plan.mode === "enforce" ? "rejected" : "passed";
       const at = new Date(now()).toISOString();
-      const entry = drift.get(operation);
       for (const violation of found) {
         metrics.contractViolations.labels(operation, violation.rule, plan.mode).inc();
         logger.warn(
@@ -196,12 +128,7 @@ export default definePolicy<ResponseContractOptions>({
           },
           "contract violation",
         );
-        if (!entry) continue;
-        entry.violations++;
-        entry.byRule.set(violation.rule, (entry.byRule.get(violation.rule) ?? 0) + 1);
-        const where = violation.pointer.replace(ARRAY_INDEX, "/*");
-        const key = `${violation.rule} ${where}`;
-        const last: DriftExample = {
+        drift.note(operation, violation, {
           requestId: exchange.requestId,
           at,
           upstreamStatus: status,
@@ -210,43 +137,15 @@ export default definePolicy<ResponseContractOptions>({
           excerpt: violation.excerpt,
           mode: plan.mode,
           action,
-        };
-        const known = entry.recent.get(key);
-        if (known) {
-          known.count++;
-          known.lastSeen = at;
-          known.last = last;
-        } else
-          entry.recent.set(key, { rule: violation.rule, where, count: 1, firstSeen: at, lastSeen: at, last });
+        });
       }
       const first = found[0] as Violation;
       exchange.notes.contractViolation = first.rule;
       if (found.length > 1) exchange.notes.contractViolations = found.length;
     };
 
-    const report: OpsReport<ContractReport> = {
-      collect() {
-        const operations: Record<string, OperationDrift> = {};
-        for (const [id, entry] of drift) {
-          operations[id] = {
-            mode: entry.mode,
-            violations: entry.violations,
-            byRule: Object.fromEntries(entry.byRule),
-            recent: [...entry.recent.values()].map((d) => ({ ...d })),
-          };
-        }
-        return { operations };
-      },
-      merge(parts) {
-        return mergeReports(parts, options.recentPerOperation);
-      },
-      render(merged, url, res) {
-        renderReport(merged, url, res);
-      },
-    };
-
     return {
-      opsReports: { "/contract/violations": report as OpsReport },
+      opsReports: { "/contract/violations": drift.report as OpsReport },
       forOperation(operation) {
         const mode = modeOf(operation);
         if (mode === "off") return undefined;
@@ -298,7 +197,7 @@ function judge(plan: OperationPlan, exchange: Exchange, answer: UpstreamAnswer):
         rule: "media-type",
         pointer: "",
         message: `the answer is ${contentType === undefined ? "without Content-Type" : "not JSON"}, the document declares application/json`,
-        excerpt: redactText(String(contentType ?? "none"), exchange).slice(0, STRING_CHARS),
+        excerpt: headerExcerpt(String(contentType ?? "none"), exchange),
       },
     ];
   }
@@ -560,72 +459,6 @@ function valueAt(value: unknown, pointer: string): unknown {
   return node;
 }
 
-// --- Excerpts: short, and never key material -------------------------------------------------
-
-function credentialOf(exchange: Exchange): string | undefined {
-  // What the backend received (the client's key, or the upstream credential that replaced it).
-  const header = exchange.req.headers.authorization;
-  if (header === undefined) return undefined;
-  const token = header.replace(BEARER_PREFIX, "").trim();
-  return token.length >= 8 ? token : undefined;
-}
-
-function redactText(text: string, exchange: Exchange): string {
-  const credential = credentialOf(exchange);
-  const cleaned = credential === undefined ? text : text.replaceAll(credential, REDACTED);
-  return cleaned.replace(TOKEN_LIKE, (run) => (LETTER.test(run) && DIGIT.test(run) ? REDACTED : run));
-}
-
-function excerpt(value: unknown, name: string, exchange: Exchange): string {
-  const rendered = render(value, name, exchange, 0);
-  return rendered.length > EXCERPT_CHARS ? `${rendered.slice(0, EXCERPT_CHARS - 1)}…` : rendered;
-}
-
-function render(value: unknown, name: string, exchange: Exchange, depth: number): string {
-  if (value === undefined) return "(missing)";
-  if (name !== "" && SENSITIVE_NAME.test(name) && value !== null && typeof value !== "boolean") {
-    return JSON.stringify(REDACTED);
-  }
-  if (typeof value === "bigint") return value.toString();
-  if (typeof value === "string") {
-    const short = value.length > STRING_CHARS ? `${value.slice(0, STRING_CHARS)}…` : value;
-    const redacted = redactText(value, exchange) === value ? short : REDACTED;
-    return JSON.stringify(redacted);
-  }
-  if (value === null || typeof value !== "object") return String(value);
-  if (Array.isArray(value)) {
-    if (depth > 0) return `[…${value.length}]`;
-    return `[${value
-      .slice(0, 3)
-      .map((item) => render(item, "", exchange, depth + 1))
-      .join(",")}${value.length > 3 ? `,…${value.length - 3} more` : ""}]`;
-  }
-  if (depth > 0) return "{…}";
-  const parts: string[] = [];
-  let length = 0;
-  for (const [key, child] of Object.entries(value)) {
-    const part = `${JSON.stringify(redactText(key, exchange).slice(0, STRING_CHARS))}:${render(child, key, exchange, depth + 1)}`;
-    parts.push(part);
-    length += part.length;
-    if (length > EXCERPT_CHARS) break;
-  }
-  return `{${parts.join(",")}}`;
-}
-
-function jsonErrorExcerpt(text: string, message: string, exchange: Exchange): string {
-  const match = JSON_ERROR_POSITION.exec(message);
-  const position = match ? Number(match[1]) : 0;
-  // The window around the error grows to whole token-shaped runs, so that a key cut at its edge
-  // is still recognised (and redacted) as a whole.
-  let start = Math.max(0, position - 24);
-  while (start > 0 && TOKEN_CHAR.test(text.charAt(start - 1))) start--;
-  let end = Math.min(text.length, position + 24);
-  while (end < text.length && TOKEN_CHAR.test(text.charAt(end))) end++;
-  const shown = `${start > 0 ? "…" : ""}${redactText(text.slice(start, end), exchange)}${end < text.length ? "…" : ""}`;
-  if (shown.length === 0) return "(empty body)";
-  return shown.length > EXCERPT_CHARS ? `${shown.slice(0, EXCERPT_CHARS - 1)}…` : shown;
-}
-
 // --- Plans: compiled once per operation at start-up ------------------------------------------
 
 function planStatuses(operation: Operation, rules: ReadonlyMap<string, Rule[]>): (StatusPlan | undefined)[] {
@@ -719,50 +552,4 @@ function compileRules(operation: Operation, validate: ValidateFunction): Map<str
     byStatus.set(entry.status, [...(byStatus.get(entry.status) ?? []), rule]);
   }
   return byStatus;
-}
-
-// --- The drift report ------------------------------------------------------------------------
-
-function mergeReports(parts: readonly ContractReport[], keep: number): ContractReport {
-  const operations: Record<string, OperationDrift> = {};
-  for (const part of parts) {
-    for (const [id, drift] of Object.entries(part.operations)) {
-      let into = operations[id];
-      if (into === undefined) {
-        into = { mode: drift.mode, violations: 0, byRule: {}, recent: [] };
-        operations[id] = into;
-      }
-      into.violations += drift.violations;
-      for (const [rule, count] of Object.entries(drift.byRule))
-        into.byRule[rule] = (into.byRule[rule] ?? 0) + count;
-      for (const entry of drift.recent) {
-        const same = into.recent.find((d) => d.rule === entry.rule && d.where === entry.where);
-        if (!same) {
-          into.recent.push({ ...entry });
-          continue;
-        }
-        same.count += entry.count;
-        if (entry.firstSeen < same.firstSeen) same.firstSeen = entry.firstSeen;
-        if (entry.lastSeen > same.lastSeen) {
-          same.lastSeen = entry.lastSeen;
-          same.last = entry.last;
-        }
-      }
-    }
-  }
-  for (const drift of Object.values(operations)) {
-    drift.recent.sort((a, b) => (a.lastSeen < b.lastSeen ? 1 : a.lastSeen > b.lastSeen ? -1 : 0));
-    drift.recent.length = Math.min(drift.recent.length, keep);
-  }
-  return { operations };
-}
-
-function renderReport(report: ContractReport, url: URL, res: ServerResponse): void {
-  const only = url.searchParams.get("operation");
-  if (only === null) return sendJson(res, 200, report);
-  const drift = report.operations[only];
-  if (drift === undefined) {
-    return sendJson(res, 404, { code: "NOT_FOUND", message: "No such operation", status: 404 });
-  }
-  sendJson(res, 200, { operations: { [only]: drift } });
 }

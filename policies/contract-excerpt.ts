@@ -1,0 +1,86 @@
+// Excerpts of a backend's answer for log lines and the drift report: short, and never key
+// material. Built only once a violation is found, never on the path of an answer that keeps the
+// contract.
+import type { Exchange } from "../src/policy.ts";
+
+const EXCERPT_CHARS = 80;
+const STRING_CHARS = 40;
+const REDACTED = "[redacted]";
+// Values under such names, the request's own credential, and long token-shaped strings never
+// reach a log line or the drift report, whatever the backend put in its answer.
+const SENSITIVE_NAME = /key|token|secret|passw|authori[sz]ation|credential|cookie|session/i;
+const TOKEN_LIKE = /[A-Za-z0-9_+/=-]{24,}/g;
+const TOKEN_CHAR = /[A-Za-z0-9_+/=-]/;
+const LETTER = /[A-Za-z]/;
+const DIGIT = /[0-9]/;
+const JSON_ERROR_POSITION = /position ([0-9]+)/;
+const BEARER_PREFIX = /^bearer\s+/i;
+
+function credentialOf(exchange: Exchange): string | undefined {
+  // What the backend received (the client's key, or the upstream credential that replaced it).
+  const header = exchange.req.headers.authorization;
+  if (header === undefined) return undefined;
+  const token = header.replace(BEARER_PREFIX, "").trim();
+  return token.length >= 8 ? token : undefined;
+}
+
+export function redactText(text: string, exchange: Exchange): string {
+  const credential = credentialOf(exchange);
+  const cleaned = credential === undefined ? text : text.replaceAll(credential, REDACTED);
+  return cleaned.replace(TOKEN_LIKE, (run) => (LETTER.test(run) && DIGIT.test(run) ? REDACTED : run));
+}
+
+export function excerpt(value: unknown, name: string, exchange: Exchange): string {
+  const rendered = render(value, name, exchange, 0);
+  return rendered.length > EXCERPT_CHARS ? `${rendered.slice(0, EXCERPT_CHARS - 1)}…` : rendered;
+}
+
+function render(value: unknown, name: string, exchange: Exchange, depth: number): string {
+  if (value === undefined) return "(missing)";
+  if (name !== "" && SENSITIVE_NAME.test(name) && value !== null && typeof value !== "boolean") {
+    return JSON.stringify(REDACTED);
+  }
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "string") {
+    const short = value.length > STRING_CHARS ? `${value.slice(0, STRING_CHARS)}…` : value;
+    const redacted = redactText(value, exchange) === value ? short : REDACTED;
+    return JSON.stringify(redacted);
+  }
+  if (value === null || typeof value !== "object") return String(value);
+  if (Array.isArray(value)) {
+    if (depth > 0) return `[…${value.length}]`;
+    return `[${value
+      .slice(0, 3)
+      .map((item) => render(item, "", exchange, depth + 1))
+      .join(",")}${value.length > 3 ? `,…${value.length - 3} more` : ""}]`;
+  }
+  if (depth > 0) return "{…}";
+  const parts: string[] = [];
+  let length = 0;
+  for (const [key, child] of Object.entries(value)) {
+    const part = `${JSON.stringify(redactText(key, exchange).slice(0, STRING_CHARS))}:${render(child, key, exchange, depth + 1)}`;
+    parts.push(part);
+    length += part.length;
+    if (length > EXCERPT_CHARS) break;
+  }
+  return `{${parts.join(",")}}`;
+}
+
+export function jsonErrorExcerpt(text: string, message: string, exchange: Exchange): string {
+  const match = JSON_ERROR_POSITION.exec(message);
+  const position = match ? Number(match[1]) : 0;
+  // The window around the error grows to whole token-shaped runs, so that a key cut at its edge
+  // is still recognised (and redacted) as a whole.
+  let start = Math.max(0, position - 24);
+  while (start > 0 && TOKEN_CHAR.test(text.charAt(start - 1))) start--;
+  let end = Math.min(text.length, position + 24);
+  while (end < text.length && TOKEN_CHAR.test(text.charAt(end))) end++;
+  const shown = `${start > 0 ? "…" : ""}${redactText(text.slice(start, end), exchange)}${end < text.length ? "…" : ""}`;
+  if (shown.length === 0) return "(empty body)";
+  return shown.length > EXCERPT_CHARS ? `${shown.slice(0, EXCERPT_CHARS - 1)}…` : shown;
+}
+
+/** A header value (Content-Type, ...) as an excerpt: redacted and cut short. */
+export function headerExcerpt(value: string, exchange: Exchange): string {
+  return redactText(value, exchange).slice(0, STRING_CHARS);
+}

@@ -1,0 +1,161 @@
+// The drift report of the response contract (/contract/violations): per operation, the totals by
+// rule and the most recently seen distinct violations, each with its last example. Kept here,
+// apart from the policy that judges answers, because three jobs share its shape: noting a
+// violation in one process, merging several worker processes' parts, and rendering the result.
+import type { ServerResponse } from "node:http";
+import { LRUCache } from "lru-cache";
+import { sendJson } from "../src/ops.ts";
+import type { OpsReport } from "../src/policy.ts";
+
+export type ContractMode = "enforce" | "report" | "off";
+
+const ARRAY_INDEX = /\/[0-9]+(?=\/|$)/g;
+
+/** One broken promise of an answer, described once it is found. */
+export interface Violation {
+  /** Bounded: status, media-type, size, encoding, json, schema:<keyword>, or a document rule name. */
+  readonly rule: string;
+  /** JSON pointer of the offending field in the answer's body ("" for the whole answer). */
+  readonly pointer: string;
+  readonly message: string;
+  /** A short, redacted rendering of the offending value. */
+  readonly excerpt: string;
+}
+
+export interface DriftExample {
+  readonly requestId: string;
+  readonly at: string;
+  readonly upstreamStatus: number;
+  readonly pointer: string;
+  readonly message: string;
+  readonly excerpt: string;
+  readonly mode: "enforce" | "report";
+  readonly action: "rejected" | "passed";
+}
+
+/** One kind of drift: a rule broken at one place (array indices folded into *). */
+export interface Drift {
+  readonly rule: string;
+  readonly where: string;
+  count: number;
+  firstSeen: string;
+  lastSeen: string;
+  last: DriftExample;
+}
+
+export interface OperationDrift {
+  readonly mode: ContractMode;
+  violations: number;
+  byRule: Record<string, number>;
+  /** Most recently seen first. */
+  recent: Drift[];
+}
+
+export interface ContractReport {
+  readonly operations: Record<string, OperationDrift>;
+}
+
+export interface DriftLog {
+  /** Counts one violation of an operation and keeps it as that kind of drift's latest example. */
+  note(operation: string, violation: Violation, example: DriftExample): void;
+  readonly report: OpsReport<ContractReport>;
+}
+
+/** Bounded: the rule set bounds the totals, an LRU of `keep` entries the distinct violations. */
+export function createDriftLog(
+  operations: Iterable<readonly [id: string, mode: ContractMode]>,
+  keep: number,
+): DriftLog {
+  const drift = new Map<
+    string,
+    { mode: ContractMode; violations: number; byRule: Map<string, number>; recent: LRUCache<string, Drift> }
+  >();
+  for (const [id, mode] of operations) {
+    drift.set(id, { mode, violations: 0, byRule: new Map(), recent: new LRUCache({ max: keep }) });
+  }
+  return {
+    note(operation, violation, last) {
+      const entry = drift.get(operation);
+      if (!entry) return;
+      entry.violations++;
+      entry.byRule.set(violation.rule, (entry.byRule.get(violation.rule) ?? 0) + 1);
+      const where = violation.pointer.replace(ARRAY_INDEX, "/*");
+      const key = `${violation.rule} ${where}`;
+      const known = entry.recent.get(key);
+      if (known) {
+        known.count++;
+        known.lastSeen = last.at;
+        known.last = last;
+      } else {
+        entry.recent.set(key, {
+          rule: violation.rule,
+          where,
+          count: 1,
+          firstSeen: last.at,
+          lastSeen: last.at,
+          last,
+        });
+      }
+    },
+    report: {
+      collect() {
+        const operations: Record<string, OperationDrift> = {};
+        for (const [id, entry] of drift) {
+          operations[id] = {
+            mode: entry.mode,
+            violations: entry.violations,
+            byRule: Object.fromEntries(entry.byRule),
+            recent: [...entry.recent.values()].map((d) => ({ ...d })),
+          };
+        }
+        return { operations };
+      },
+      merge: (parts) => mergeReports(parts, keep),
+      render: renderReport,
+    },
+  };
+}
+
+function mergeReports(parts: readonly ContractReport[], keep: number): ContractReport {
+  const operations: Record<string, OperationDrift> = {};
+  for (const part of parts) {
+    for (const [id, drift] of Object.entries(part.operations)) {
+      let into = operations[id];
+      if (into === undefined) {
+        into = { mode: drift.mode, violations: 0, byRule: {}, recent: [] };
+        operations[id] = into;
+      }
+      into.violations += drift.violations;
+      for (const [rule, count] of Object.entries(drift.byRule))
+        into.byRule[rule] = (into.byRule[rule] ?? 0) + count;
+      for (const entry of drift.recent) {
+        const same = into.recent.find((d) => d.rule === entry.rule && d.where === entry.where);
+        if (!same) {
+          into.recent.push({ ...entry });
+          continue;
+        }
+        same.count += entry.count;
+        if (entry.firstSeen < same.firstSeen) same.firstSeen = entry.firstSeen;
+        if (entry.lastSeen > same.lastSeen) {
+          same.lastSeen = entry.lastSeen;
+          same.last = entry.last;
+        }
+      }
+    }
+  }
+  for (const drift of Object.values(operations)) {
+    drift.recent.sort((a, b) => (a.lastSeen < b.lastSeen ? 1 : a.lastSeen > b.lastSeen ? -1 : 0));
+    drift.recent.length = Math.min(drift.recent.length, keep);
+  }
+  return { operations };
+}
+
+function renderReport(report: ContractReport, url: URL, res: ServerResponse): void {
+  const only = url.searchParams.get("operation");
+  if (only === null) return sendJson(res, 200, report);
+  const drift = report.operations[only];
+  if (drift === undefined) {
+    return sendJson(res, 404, { code: "NOT_FOUND", message: "No such operation", status: 404 });
+  }
+  sendJson(res, 200, { operations: { [only]: drift } });
+}
