@@ -19,7 +19,7 @@
 // --targets direct,nginx,bare,gateway,gateway-nocontract,compare: run only these targets in
 // the throughput and fixed-rate scenarios (an A/B of two gateways: --targets gateway,compare).
 import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import {
   closeSync,
@@ -39,6 +39,7 @@ import os from "node:os";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
+import { digestOf } from "../policies/auth-key-file.ts";
 import type { LoadOrder, LoadResult } from "./bench/load-worker.ts";
 import {
   formatProfileDifference,
@@ -297,12 +298,11 @@ interface Target {
 }
 
 const KEY = `bench_${randomBytes(24).toString("base64url")}`;
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 function writeKeys(file: string, count: number): void {
-  const entries = [{ consumer: "bench", sha256: sha256(KEY) }];
+  const entries = [{ consumer: "bench", sha256: digestOf(KEY) }];
   for (let i = 1; i < count; i++)
-    entries.push({ consumer: `consumer-${i % 1000}`, sha256: sha256(`other-${i}`) });
+    entries.push({ consumer: `consumer-${i % 1000}`, sha256: digestOf(`other-${i}`) });
   writeFileSync(file, JSON.stringify({ keys: entries }));
 }
 

@@ -7,7 +7,7 @@
 // and an access log line, and exits non-zero if RSS grew by 20 MB or more or the series count
 // moved. Loopback only; nothing is left running.
 import { type ChildProcess, spawn } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
+import { digestOf } from "../policies/auth-key-file.ts";
 
 const PROJECT_ROOT = resolve(import.meta.dirname, "..");
 const { values: args } = parseArgs({
@@ -100,10 +101,9 @@ interface Gateway {
 
 async function startGateway(upstreamUrl: string, dir: string, keys: readonly string[]): Promise<Gateway> {
   const keysFile = join(dir, "api-keys.json");
-  const digest = (key: string) => createHash("sha256").update(key).digest("hex");
   writeFileSync(
     keysFile,
-    JSON.stringify({ keys: keys.map((key, i) => ({ consumer: `soak${i}`, sha256: digest(key) })) }),
+    JSON.stringify({ keys: keys.map((key, i) => ({ consumer: `soak${i}`, sha256: digestOf(key) })) }),
   );
   const configFile = join(dir, "gateway.json");
   writeFileSync(
