@@ -212,6 +212,20 @@ export default definePolicy<LifecycleOptions>({
       labelled.add(consumer);
       return consumer;
     };
+    // One label child per consumer label, looked up once: prom-client hashes the label values on
+    // every labels() call. For the deprecated and the unstable call counters alike.
+    const consumerCounter = (child: (label: string) => { inc(): void }) => {
+      const counters = new Map<string, { inc(): void }>();
+      return (consumer: string): void => {
+        const label = consumerLabel(consumer);
+        let counter = counters.get(label);
+        if (counter === undefined) {
+          counter = child(label);
+          counters.set(label, counter);
+        }
+        counter.inc();
+      };
+    };
 
     const started = now();
     for (const deprecation of deprecations.values()) {
@@ -254,18 +268,9 @@ export default definePolicy<LifecycleOptions>({
         sunset !== undefined && options.afterSunset === "refuse"
           ? gatewayError("OPERATION_SUNSET", `${publicName} was removed on ${sunsetDate}; ${replacement}`)
           : undefined;
+      const sunsetIso = sunset === undefined ? undefined : new Date(sunset).toISOString();
       const operationWindows = windows.get(id) ?? [];
-      // One label child per consumer, looked up once: prom-client hashes label values on every labels() call.
-      const callCounters = new Map<string, { inc(): void }>();
-      const countCall = (consumer: string) => {
-        const label = consumerLabel(consumer);
-        let counter = callCounters.get(label);
-        if (counter === undefined) {
-          counter = metrics.deprecatedCalls.labels(id, label);
-          callCounters.set(label, counter);
-        }
-        counter.inc();
-      };
+      const countCall = consumerCounter((label) => metrics.deprecatedCalls.labels(id, label));
 
       return {
         onRequest(exchange: Exchange): GatewayError | undefined {
@@ -301,7 +306,7 @@ export default definePolicy<LifecycleOptions>({
               clientAddress: exchange.clientAddress,
               reqId: exchange.requestId,
               outcome,
-              sunset: sunset === undefined ? undefined : new Date(sunset).toISOString(),
+              sunset: sunsetIso,
             },
             DEPRECATED_CALL_MSG,
           );
@@ -323,11 +328,10 @@ export default definePolicy<LifecycleOptions>({
               `${operation.method} ${basePath}${operation.path} is experimental and not available in production`,
             )
           : undefined;
+      const countCall = consumerCounter((label) => metrics.unstableCalls.labels(operation.id, marker, label));
       return {
         onRequest(exchange: Exchange): GatewayError | undefined {
-          metrics.unstableCalls
-            .labels(operation.id, marker, consumerLabel(exchange.consumer ?? ANONYMOUS))
-            .inc();
+          countCall(exchange.consumer ?? ANONYMOUS);
           exchange.notes.stability = marker;
           return refusal;
         },
