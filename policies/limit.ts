@@ -17,7 +17,14 @@ interface Bounds {
   readonly maximum: number | undefined;
   readonly fallback: string | undefined;
   readonly appliedHeader: string;
+  /** The access log's note names, built once: `${name}Adjusted`, `${name}Requested`. */
+  readonly adjustedNote: string;
+  readonly requestedNote: string;
+  /** Counts one adjustment; the label child is looked up once per kind of adjustment. */
+  readonly count: (adjustment: Adjustment) => void;
 }
+
+type Adjustment = "defaulted" | "clamped_to_minimum" | "clamped_to_maximum";
 
 export default definePolicy<LimitOptions>({
   name: "limit",
@@ -43,12 +50,25 @@ export default definePolicy<LimitOptions>({
         throw new Error(`policies.limit.parameters: ${entry} is not an integer parameter`);
       const number = (key: string) =>
         typeof spec.schema[key] === "number" ? (spec.schema[key] as number) : undefined;
+      // prom-client hashes the label values on every labels() call: one child per adjustment.
+      const counters = new Map<Adjustment, { inc(): void }>();
+      const count = (adjustment: Adjustment) => {
+        let counter = counters.get(adjustment);
+        if (!counter) {
+          counter = metrics.limitAdjustments.labels(operationId, name, adjustment);
+          counters.set(adjustment, counter);
+        }
+        counter.inc();
+      };
       const bounds: Bounds = {
         spec,
         minimum: number("minimum"),
         maximum: number("maximum"),
         fallback: number("default")?.toString(),
         appliedHeader: `x-${name.toLowerCase()}-applied`,
+        adjustedNote: `${name}Adjusted`,
+        requestedNote: `${name}Requested`,
+        count,
       };
       byOperation.set(operationId, [...(byOperation.get(operationId) ?? []), bounds]);
     }
@@ -57,22 +77,13 @@ export default definePolicy<LimitOptions>({
       forOperation(operation) {
         const all = byOperation.get(operation.id);
         if (!all) return undefined;
-        const counters = new Map<string, { inc(): void }>();
-        const count = (name: string, adjustment: string) => {
-          const key = `${name}:${adjustment}`;
-          let counter = counters.get(key);
-          if (!counter) {
-            counter = metrics.limitAdjustments.labels(operation.id, name, adjustment);
-            counters.set(key, counter);
-          }
-          counter.inc();
-        };
         return {
           onRequest(exchange) {
-            for (const { spec, minimum, maximum, fallback, appliedHeader } of all) {
+            for (const bounds of all) {
+              const { spec, minimum, maximum, fallback } = bounds;
               const given = exchange.query.get(spec.name);
               let applied: string | undefined;
-              let adjustment: string | undefined;
+              let adjustment: Adjustment | undefined;
               if (given === undefined) {
                 if (fallback === undefined) continue;
                 applied = fallback;
@@ -94,11 +105,11 @@ export default definePolicy<LimitOptions>({
                 exchange.query.set(spec.name, applied);
                 exchange.queryChanged = true;
               }
-              exchange.responseHeaders[appliedHeader] = applied;
+              exchange.responseHeaders[bounds.appliedHeader] = applied;
               if (adjustment) {
-                count(spec.name, adjustment);
-                exchange.notes[`${spec.name}Adjusted`] = adjustment;
-                if (given !== undefined) exchange.notes[`${spec.name}Requested`] = given.slice(0, 32);
+                bounds.count(adjustment);
+                exchange.notes[bounds.adjustedNote] = adjustment;
+                if (given !== undefined) exchange.notes[bounds.requestedNote] = given.slice(0, 32);
               }
             }
             return undefined;
