@@ -682,6 +682,25 @@ async function runRounds(
   return runs;
 }
 
+/** What every scenario reports alike: the request, the load it ran under, and each target's figures. */
+function measuredUnder(
+  spec: RequestSpec,
+  load: { readonly connections: number; readonly durationS: number; readonly rate?: number },
+  rounds: number,
+  runs: Record<string, Measured[]>,
+  by: string = loader,
+): Pick<ScenarioResult, "request" | "loader" | "connections" | "rate" | "rounds" | "durationS" | "targets"> {
+  return {
+    request: `${spec.method} ${spec.path}`,
+    loader: by,
+    connections: load.connections,
+    rate: load.rate,
+    rounds,
+    durationS: load.durationS,
+    targets: figures(runs),
+  };
+}
+
 function figures(runs: Record<string, Measured[]>): Record<string, TargetFigures> {
   return Object.fromEntries(
     Object.entries(runs).map(([name, rounds]) => {
@@ -750,13 +769,7 @@ async function throughputScenario(
   return {
     id,
     title,
-    request: `${spec.method} ${spec.path}`,
-    loader,
-    connections: load.connections,
-    rate: undefined,
-    rounds: settings.rounds,
-    durationS: load.durationS,
-    targets: figures(runs),
+    ...measuredUnder(spec, load, settings.rounds, runs),
     ratios,
     verdicts,
   };
@@ -785,13 +798,7 @@ async function keysScenario(oneKey: Target, manyKeys: Target, reference: Target)
   return {
     id: "keys",
     title: "100,000-key file against a 1-key file (GET /v1/pets, 20 animals)",
-    request: `${spec.method} ${spec.path}`,
-    loader,
-    connections: load.connections,
-    rate: undefined,
-    rounds: settings.rounds,
-    durationS: load.durationS,
-    targets: figures(runs),
+    ...measuredUnder(spec, load, settings.rounds, runs),
     ratios: {
       "100k keys/1 key": ratio,
       "cpu per request 100k keys/1 key": perRound(runs, manyKeys.name, oneKey.name, cpuRatio),
@@ -813,13 +820,7 @@ async function rateScenario(targets: readonly Target[], reference: Target): Prom
   return {
     id: "rate",
     title: `Fixed rate: ${settings.rate} req/s (GET /v1/pets, 20 animals), latency at equal load`,
-    request: `${spec.method} ${spec.path}`,
-    loader: "open loop (scripts/bench/load-worker.ts)",
-    connections: load.connections,
-    rate: settings.rate,
-    rounds: settings.rateRounds,
-    durationS: load.durationS,
-    targets: figures(runs),
+    ...measuredUnder(spec, load, settings.rateRounds, runs, "open loop (scripts/bench/load-worker.ts)"),
     ratios: {
       "p50 gateway-bare (ms)": perRound(runs, "gateway", "bare", (x, y) => x.p50 - y.p50),
       "p99 gateway-bare (ms)": p99Delta,
