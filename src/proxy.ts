@@ -36,6 +36,7 @@ interface InFlight {
 
 const IN_FLIGHT = Symbol("upstream");
 type WithInFlight = Exchange & { [IN_FLIGHT]?: InFlight };
+type Live = Exchange & { [IN_FLIGHT]: InFlight };
 const IDEMPOTENT = new Set(["GET", "HEAD"]);
 const CONNECT_FAILURES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
@@ -67,12 +68,12 @@ export function createUpstream(
   });
 
   proxy.on("proxyReq", (proxyReq: ClientRequest, req: IncomingMessage) => {
-    const exchange = exchangeOf(req) as WithInFlight | undefined;
-    const flight = exchange?.[IN_FLIGHT];
-    if (!exchange || !flight || exchange.finished || flight.settled) {
+    const exchange = exchangeOf(req);
+    if (!isLive(exchange)) {
       proxyReq.destroy();
       return;
     }
+    const flight = exchange[IN_FLIGHT];
     flight.proxyReq = proxyReq;
     exchange.upstreamStartedAt = performance.now();
     // Node's client can end a request with neither an answer nor an error (it takes an
@@ -86,21 +87,20 @@ export function createUpstream(
   });
 
   proxy.on("proxyRes", (proxyRes: IncomingMessage, req: IncomingMessage) => {
-    const exchange = exchangeOf(req) as WithInFlight | undefined;
-    const flight = exchange?.[IN_FLIGHT];
-    if (!exchange || !flight || exchange.finished || flight.settled) {
+    const exchange = exchangeOf(req);
+    if (!isLive(exchange)) {
       proxyRes.destroy();
       return;
     }
-    flight.responding = true;
+    exchange[IN_FLIGHT].responding = true;
     handlers.onConnected(true);
     handlers.onResponse(exchange, proxyRes);
   });
 
   const onError = (error: NodeJS.ErrnoException, req: IncomingMessage) => {
-    const exchange = exchangeOf(req) as WithInFlight | undefined;
-    const flight = exchange?.[IN_FLIGHT];
-    if (!exchange || !flight || exchange.finished || flight.settled) return;
+    const exchange = exchangeOf(req);
+    if (!isLive(exchange)) return;
+    const flight = exchange[IN_FLIGHT];
     const code = error.code ?? "";
     if (code === "ECONNECT_TIMEOUT" || CONNECT_FAILURES.has(code)) handlers.onConnected(false);
     // A kept-alive socket the backend closed just as we reused it, before any byte of an answer:
@@ -117,7 +117,7 @@ export function createUpstream(
       send(exchange, flight);
       return;
     }
-    stop(exchange, flight);
+    settle(exchange, flight);
     if (code === "ECONNECT_TIMEOUT") handlers.onFault(exchange, "timeout", "connect timeout");
     else handlers.onFault(exchange, "unavailable", code || error.message);
   };
@@ -126,10 +126,10 @@ export function createUpstream(
 
   // The gateway's own timer answers, whatever the backend request is doing (connecting, queued
   // for a socket, waiting for a head, streaming a body): no answer ever waits on the backend.
-  const onDeadline = (exchange: WithInFlight) => {
+  const onDeadline = (exchange: Exchange) => {
+    if (!isLive(exchange)) return;
     const flight = exchange[IN_FLIGHT];
-    if (!flight || exchange.finished || flight.settled) return;
-    stop(exchange, flight);
+    settle(exchange, flight);
     const pending = flight.proxyReq;
     // Buffered: nothing reached the client yet and it gets 504; streamed: the answer is cut so it
     // cannot look complete. Still queued: the request is destroyed when a socket comes.
@@ -145,7 +145,7 @@ export function createUpstream(
     pending?.destroy();
   };
 
-  const send = (exchange: WithInFlight, flight: InFlight) => {
+  const send = (exchange: Exchange, flight: InFlight) => {
     const buffer = flight.body === undefined ? undefined : Readable.from([flight.body]);
     const options = {
       ...(buffer ? { buffer } : {}),
@@ -154,13 +154,6 @@ export function createUpstream(
     proxy.web(exchange.req, exchange.res as ServerResponse, options, (error: Error) =>
       onError(error as NodeJS.ErrnoException, exchange.req),
     );
-  };
-
-  const stop = (exchange: WithInFlight, flight: InFlight) => {
-    flight.settled = true;
-    if (flight.deadline) clearTimeout(flight.deadline);
-    flight.deadline = undefined;
-    exchange.upstreamEndedAt = performance.now();
   };
 
   return {
@@ -177,12 +170,12 @@ export function createUpstream(
       (exchange as WithInFlight)[IN_FLIGHT] = flight;
       flight.deadline = setTimeout(onDeadline, options.timeoutMs, exchange);
       exchange.upstreamStartedAt = performance.now();
-      send(exchange as WithInFlight, flight);
+      send(exchange, flight);
     },
     abandon(exchange) {
       const flight = (exchange as WithInFlight)[IN_FLIGHT];
       if (!flight) return;
-      stop(exchange, flight);
+      settle(exchange, flight);
       flight.proxyReq?.destroy();
     },
     close() {
@@ -196,10 +189,20 @@ export function createUpstream(
 /** Called when the answer is complete (or handed to the client): stops the deadline. */
 export function upstreamDone(exchange: Exchange): void {
   const flight = (exchange as WithInFlight)[IN_FLIGHT];
-  if (flight?.deadline) clearTimeout(flight.deadline);
-  if (flight) {
-    flight.deadline = undefined;
-    flight.settled = true;
-  }
+  if (flight) settle(exchange, flight);
+  else exchange.upstreamEndedAt = performance.now();
+}
+
+/** Answered, failed or given up: the deadline stops and later backend events change nothing. */
+function settle(exchange: Exchange, flight: InFlight): void {
+  flight.settled = true;
+  if (flight.deadline) clearTimeout(flight.deadline);
+  flight.deadline = undefined;
   exchange.upstreamEndedAt = performance.now();
+}
+
+/** True while an event of the exchange's backend request can still change anything. */
+function isLive(exchange: WithInFlight | undefined): exchange is Live {
+  const flight = exchange?.[IN_FLIGHT];
+  return flight !== undefined && !flight.settled && !(exchange as Exchange).finished;
 }
