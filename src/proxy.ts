@@ -97,11 +97,12 @@ export function createUpstream(
     handlers.onResponse(exchange, proxyRes);
   });
 
-  const onError = (error: NodeJS.ErrnoException, req: IncomingMessage) => {
+  // Takes what http-proxy-3 hands its error callback, so one function serves every request.
+  const onError = (error: Error, req: IncomingMessage) => {
     const exchange = exchangeOf(req);
     if (!isLive(exchange)) return;
     const flight = exchange[IN_FLIGHT];
-    const code = error.code ?? "";
+    const code = (error as NodeJS.ErrnoException).code ?? "";
     if (code === "ECONNECT_TIMEOUT" || CONNECT_FAILURES.has(code)) handlers.onConnected(false);
     // A kept-alive socket the backend closed just as we reused it, before any byte of an answer:
     // an idempotent request is safe to send once more, on a fresh socket. Never a POST.
@@ -122,7 +123,7 @@ export function createUpstream(
     else handlers.onFault(exchange, "unavailable", code || error.message);
   };
   // Without a listener http-proxy-3 would rethrow; every error is routed to its exchange.
-  proxy.on("error", (error: Error, req: IncomingMessage) => onError(error as NodeJS.ErrnoException, req));
+  proxy.on("error", onError);
 
   // The gateway's own timer answers, whatever the backend request is doing (connecting, queued
   // for a socket, waiting for a head, streaming a body): no answer ever waits on the backend.
@@ -146,14 +147,10 @@ export function createUpstream(
   };
 
   const send = (exchange: Exchange, flight: InFlight) => {
-    const buffer = flight.body === undefined ? undefined : Readable.from([flight.body]);
-    const options = {
-      ...(buffer ? { buffer } : {}),
-      ...(flight.retried ? { agent: retryAgent } : {}),
-    };
-    proxy.web(exchange.req, exchange.res as ServerResponse, options, (error: Error) =>
-      onError(error as NodeJS.ErrnoException, exchange.req),
-    );
+    const options: { buffer?: Readable; agent?: http.Agent } = {};
+    if (flight.body !== undefined) options.buffer = Readable.from([flight.body]);
+    if (flight.retried) options.agent = retryAgent;
+    proxy.web(exchange.req, exchange.res as ServerResponse, options, onError);
   };
 
   return {
