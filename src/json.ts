@@ -115,42 +115,37 @@ function locateSyntaxError(text: string): { offset: number; pointer: string } {
     if (!text.startsWith(word, i)) fail();
     i += word.length;
   };
+  // An object or an array: `entry` reads one member or element and pushes its path segment.
+  const container = (close: string, entry: (index: number) => void): void => {
+    i++;
+    space();
+    if (text[i] === close) return void i++;
+    for (let index = 0, more = true; more; index++) {
+      entry(index);
+      space();
+      // The entry stays on the path until its separator: "07" fails after "0" parsed.
+      if (text[i] !== "," && text[i] !== close) fail();
+      more = text[i++] === ",";
+      path.pop();
+    }
+  };
+  const member = (): void => {
+    space();
+    path.push(string());
+    space();
+    if (text[i] !== ":") fail();
+    i++;
+    value();
+  };
+  const element = (index: number): void => {
+    path.push(String(index));
+    value();
+  };
   const value = (): void => {
     space();
     const c = text[i];
-    if (c === "{") {
-      i++;
-      space();
-      if (text[i] === "}") return void i++;
-      for (let more = true; more; ) {
-        space();
-        path.push(string());
-        space();
-        if (text[i] !== ":") fail();
-        i++;
-        value();
-        space();
-        // The member stays on the path until its separator: "07" fails after "0" parsed.
-        if (text[i] !== "," && text[i] !== "}") fail();
-        more = text[i++] === ",";
-        path.pop();
-      }
-      return;
-    }
-    if (c === "[") {
-      i++;
-      space();
-      if (text[i] === "]") return void i++;
-      for (let index = 0, more = true; more; index++) {
-        path.push(String(index));
-        value();
-        space();
-        if (text[i] !== "," && text[i] !== "]") fail();
-        more = text[i++] === ",";
-        path.pop();
-      }
-      return;
-    }
+    if (c === "{") return container("}", member);
+    if (c === "[") return container("]", element);
     if (c === '"') return void string();
     if (c === "t") return literal("true");
     if (c === "f") return literal("false");
