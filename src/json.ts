@@ -207,9 +207,11 @@ function nestingDepth(text: string): number {
  * on would not be the body the gateway validated.
  */
 function duplicateKey(text: string): string | undefined {
-  // One entry per open container: the names seen so far in an object, the index in an array.
+  // One entry per open container: the names seen so far in an object, the index in an array;
+  // and, for an object, the member being read. The pointer is only spelled out for a duplicate:
+  // escaping every member name of every valid body was work no request needed.
   const open: (Set<string> | number)[] = [];
-  const path: string[] = [];
+  const names: string[] = [];
   let expectName = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -225,30 +227,38 @@ function duplicateKey(text: string): string | undefined {
       if (!expectName) continue;
       const name = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
       const seen = open[open.length - 1] as Set<string>;
-      if (seen.has(name)) return `${path.slice(0, -1).join("")}${pointerSegment(name)}`;
+      if (seen.has(name)) return `${pointerTo(open, names)}${pointerSegment(name)}`;
       seen.add(name);
-      path[path.length - 1] = pointerSegment(name);
+      names[names.length - 1] = name;
       expectName = false;
     } else if (c === 123 /* { */) {
       open.push(new Set());
-      path.push("");
+      names.push("");
       expectName = true;
     } else if (c === 91 /* [ */) {
       open.push(0);
-      path.push("/0");
+      names.push("");
     } else if (c === 125 /* } */ || c === 93 /* ] */) {
       open.pop();
-      path.pop();
+      names.pop();
       expectName = false;
     } else if (c === 44 /* , */) {
       const top = open[open.length - 1];
-      if (typeof top === "number") {
-        open[open.length - 1] = top + 1;
-        path[path.length - 1] = `/${top + 1}`;
-      } else expectName = true;
+      if (typeof top === "number") open[open.length - 1] = top + 1;
+      else expectName = true;
     }
   }
   return undefined;
+}
+
+/** The pointer of the innermost open container, from duplicateKey's stacks. */
+function pointerTo(open: readonly (Set<string> | number)[], names: readonly string[]): string {
+  let pointer = "";
+  for (let depth = 0; depth < open.length - 1; depth++) {
+    const entry = open[depth];
+    pointer += typeof entry === "number" ? `/${entry}` : pointerSegment(names[depth] as string);
+  }
+  return pointer;
 }
 
 function findPrototypeKey(value: unknown, pointer: string): string | undefined {
