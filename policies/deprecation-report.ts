@@ -8,7 +8,8 @@ import { LRUCache } from "lru-cache";
 const DAY_MS = 86_400_000;
 /** The msg of the log line written for every deprecated call; log pipelines filter on it. */
 export const DEPRECATED_CALL_MSG = "deprecated call";
-const USER_AGENT_MAX = 256;
+/** User agents are the caller's own text: kept to this many characters in log lines and the report. */
+export const USER_AGENT_MAX = 256;
 
 /** What the report says about a deprecated operation, whoever calls it. */
 export interface DeprecatedOperationFacts {

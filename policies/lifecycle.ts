@@ -18,6 +18,7 @@ import {
   type DeprecationReport,
   mergeReports,
   renderReport,
+  USER_AGENT_MAX,
 } from "./deprecation-report.ts";
 
 /** The extension that dates a deprecation and names its successor. */
@@ -59,7 +60,6 @@ const STABILITIES: readonly string[] = ["experimental", "beta"] satisfies Stabil
 // Consumer names start with a letter or digit (the key file's pattern): these cannot collide.
 const ANONYMOUS = "_anonymous";
 const OTHER_CONSUMERS = "_other";
-const USER_AGENT_MAX = 256;
 
 const EXTENSION_SCHEMA = {
   type: "object",
