@@ -164,7 +164,7 @@ export function createMetrics(options: { readonly defaultMetrics: boolean }): Me
 }
 
 /** The method as a label value: OpenTelemetry's known methods by name, anything else _OTHER. */
-export function methodLabel(method: string): string {
+function methodLabel(method: string): string {
   return KNOWN_METHODS.has(method) ? method : "_OTHER";
 }
 

@@ -73,7 +73,7 @@ export function loadApiDescription(file: string): ApiDescription {
   }
 }
 
-export function compileApiDescription(document: JsonObject): ApiDescription {
+function compileApiDescription(document: JsonObject): ApiDescription {
   if (typeof document.openapi !== "string" || !document.openapi.startsWith("3.1")) {
     throw new Error('"openapi" must be a 3.1.x version (its schemas are JSON Schema 2020-12)');
   }
