@@ -5,7 +5,6 @@
 // graceful shutdown on to the workers.
 import cluster, { type Worker } from "node:cluster";
 import { once } from "node:events";
-import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { availableParallelism } from "node:os";
 import { AggregatorRegistry, Counter, Gauge, Registry } from "prom-client";
@@ -14,7 +13,7 @@ import { validateConfig } from "./config.ts";
 import { createGateway } from "./gateway.ts";
 import { createLogger, type LoggerHandle } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
-import { createOpsHandler, type OpsSource } from "./ops.ts";
+import { createOpsHandler, createOpsServer, type OpsSource } from "./ops.ts";
 import type { OpsReport } from "./policy.ts";
 import { closeAndExit, type ProcessSetup, type Serving, serve } from "./serve.ts";
 
@@ -355,8 +354,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     isReady: () => !stopping && gateway.isReady() && slots.some((slot) => slot.listening),
     source,
   });
-  const opsServer = http.createServer(handleOps);
-  opsServer.on("clientError", (_error, socket) => socket.destroy());
+  const opsServer = createOpsServer(handleOps);
   opsServer.listen(config.opsPort, config.opsHost);
   await once(opsServer, "listening");
   opsPort = (opsServer.address() as AddressInfo).port;

@@ -8,7 +8,7 @@ import { isClosing, markClosing } from "./framing.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics, UNMATCHED } from "./metrics.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
-import { createOpsHandler, localOpsSource } from "./ops.ts";
+import { createOpsHandler, createOpsServer, localOpsSource } from "./ops.ts";
 import { createPipeline } from "./pipeline.ts";
 import type { AnyPolicyDefinition, OpsReport, PolicyContext, PolicyInstance } from "./policy.ts";
 
@@ -152,9 +152,7 @@ export function buildGateway(options: GatewayOptions): BuiltGateway {
     socket.on("error", () => socket.destroy());
     writeRawAnswer(socket, reply);
   });
-  const opsServer = http.createServer(gateway.handleOps);
-  opsServer.on("clientError", (_error, socket: Socket) => socket.destroy());
-  return { gateway, server, opsServer };
+  return { gateway, server, opsServer: createOpsServer(gateway.handleOps) };
 }
 
 const CLIENT_ERRORS: Readonly<Record<string, ErrorCode>> = {

@@ -1,7 +1,7 @@
 // The ops port: what operators scrape and probe. Never served on the public port.
 // Where the numbers come from is a source: this process alone, or (src/cluster.ts) every worker
 // of a process group, collected over IPC and merged, so a scrape sees one consistent set.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Metrics } from "./metrics.ts";
 import type { OpsReport } from "./policy.ts";
 
@@ -72,6 +72,13 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
     }
     route(req, res, url);
   };
+}
+
+/** The ops server around a handler (not listening): a malformed probe only loses its socket. */
+export function createOpsServer(handler: (req: IncomingMessage, res: ServerResponse) => void): http.Server {
+  const server = http.createServer(handler);
+  server.on("clientError", (_error, socket) => socket.destroy());
+  return server;
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
