@@ -138,17 +138,7 @@ export function buildGateway(options: GatewayOptions): BuiltGateway {
   // Without a listener Node drops a CONNECT without a word: the gateway is not a tunnel.
   server.on("connect", (_req: IncomingMessage, socket: Socket) => {
     const reply = gatewayError("BAD_REQUEST", "CONNECT is not served");
-    gateway.metrics.observeRejection(UNMATCHED, reply.reason, reply.code);
-    gateway.logger.info(
-      {
-        operation: UNMATCHED,
-        method: "CONNECT",
-        status: reply.status,
-        code: reply.code,
-        reason: reply.reason,
-      },
-      "request",
-    );
+    observeRawRefusal(gateway, reply, { method: "CONNECT" });
     socket.on("error", () => socket.destroy());
     writeRawAnswer(socket, reply);
   });
@@ -180,12 +170,8 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket, gateway
   if (pending && !isClosing(socket) && (timeout || pending.req?.complete === false)) {
     if (gateway.refuse(pending, code)) return;
   }
-  // Counted and logged like any refusal; with no request line there is no operation or method.
-  gateway.metrics.observeRejection(UNMATCHED, reply.reason, reply.code);
-  gateway.logger.info(
-    { operation: UNMATCHED, status: reply.status, code, reason: reply.reason, parserError },
-    "request",
-  );
+  // With no request line there is no operation or method.
+  observeRawRefusal(gateway, reply, { parserError });
   if (isClosing(socket)) {
     // An answer that closes the connection went first; let it flush, write nothing after it.
     socket.destroySoon();
@@ -197,6 +183,15 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket, gateway
     return;
   }
   writeRawAnswer(socket, reply);
+}
+
+/** A refusal the pipeline never saw, counted and logged like any refusal. */
+function observeRawRefusal(gateway: Gateway, reply: GatewayError, fields: Record<string, string>): void {
+  gateway.metrics.observeRejection(UNMATCHED, reply.reason, reply.code);
+  gateway.logger.info(
+    { operation: UNMATCHED, ...fields, status: reply.status, code: reply.code, reason: reply.reason },
+    "request",
+  );
 }
 
 function writeRawAnswer(socket: Socket, reply: GatewayError): void {
