@@ -101,6 +101,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const trustedProxies = new Set(config.server.trustedProxies.map(normalizeAddress));
   const basePathLength = api.basePath.length;
   const accessLog = flatLineLogger(logger);
+  const tooLargeMessage = `the request body is over ${config.server.maxRequestBodyBytes} bytes`;
   let draining = false;
 
   const exchangeOf = (carrier: unknown) => (carrier as Carrier)[EXCHANGE];
@@ -203,13 +204,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const { req } = exchange;
     const limit = config.server.maxRequestBodyBytes;
     const declared = req.headers["content-length"];
-    if (declared !== undefined && Number(declared) > limit) {
-      return reject(
-        exchange,
-        gatewayError("PAYLOAD_TOO_LARGE", `the request body is over ${limit} bytes`),
-        true,
-      );
-    }
+    if (declared !== undefined && Number(declared) > limit) return refuseTooLarge(exchange);
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
@@ -218,8 +213,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
         req.off("data", onData);
         req.off("end", onEnd);
         // Counted on the wire, chunked bodies included; the connection closes after the answer.
-        reject(exchange, gatewayError("PAYLOAD_TOO_LARGE", `the request body is over ${limit} bytes`), true);
-        return;
+        return refuseTooLarge(exchange);
       }
       chunks.push(chunk);
     };
@@ -234,6 +228,11 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     };
     req.on("data", onData);
     req.on("end", onEnd);
+  }
+
+  // Closes the connection: the rest of the body is never read.
+  function refuseTooLarge(exchange: Exchange): void {
+    reject(exchange, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage), true);
   }
 
   function forward(exchange: Exchange, chain: Chain, body: Buffer | undefined): void {
