@@ -307,13 +307,13 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       response.off("data", onData);
       response.off("end", onEnd);
       response.pause();
-      const answer = {
+      const error = runResponsePhases(exchange, chain, {
         status: exchange.upstreamStatus,
         headers: response.headers,
         body: undefined,
         oversized: true,
-      };
-      const error = runResponsePhases(exchange, chain, { ...answer, fault: undefined });
+        fault: undefined,
+      });
       if (error) {
         response.destroy();
         return reject(exchange, error);
@@ -413,13 +413,12 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   }
 
   function onUpstreamFault(exchange: Exchange, fault: UpstreamFault, detail: string): void {
+    exchange.notes.upstreamFault = detail;
     if (exchange.res.headersSent) {
       // Mid-body: the client must see a broken answer, never a complete-looking short one.
-      exchange.notes.upstreamFault = detail;
       exchange.res.destroy();
       return;
     }
-    exchange.notes.upstreamFault = detail;
     reject(
       exchange,
       fault === "timeout"
