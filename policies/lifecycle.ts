@@ -269,7 +269,16 @@ export default definePolicy<LifecycleOptions>({
           ? gatewayError("OPERATION_SUNSET", `${publicName} was removed on ${sunsetDate}; ${replacement}`)
           : undefined;
       const sunsetIso = sunset === undefined ? undefined : new Date(sunset).toISOString();
-      const operationWindows = windows.get(id) ?? [];
+      // Each window's answer is fixed by the config: built once, not on every call it refuses.
+      const brownouts = (windows.get(id) ?? []).map(({ start, end }) => {
+        const until = httpDate(end);
+        const brownout = gatewayError(
+          "OPERATION_BROWNOUT",
+          `${publicName} is deprecated${sunsetDate ? ` and will be removed on ${sunsetDate}` : ""}; it is unavailable in a scheduled brownout until ${until}; ${replacement}`,
+          { "retry-after": until },
+        );
+        return { start, end, brownout };
+      });
       const countCall = consumerCounter((label) => metrics.deprecatedCalls.labels(id, label));
 
       return {
@@ -281,15 +290,11 @@ export default definePolicy<LifecycleOptions>({
             outcome = "sunset";
             reply = gone;
           } else {
-            const window = operationWindows.find((w) => at >= w.start && at < w.end);
-            if (window) {
+            for (const window of brownouts) {
+              if (at < window.start || at >= window.end) continue;
               outcome = "brownout";
-              const until = httpDate(window.end);
-              reply = gatewayError(
-                "OPERATION_BROWNOUT",
-                `${publicName} is deprecated${sunsetDate ? ` and will be removed on ${sunsetDate}` : ""}; it is unavailable in a scheduled brownout until ${until}; ${replacement}`,
-                { "retry-after": until },
-              );
+              reply = window.brownout;
+              break;
             }
           }
           const consumer = exchange.consumer ?? ANONYMOUS;
