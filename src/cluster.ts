@@ -210,17 +210,22 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     });
 
   const live = () => slots.filter((slot) => slot.worker !== undefined);
+  // Asks every live worker; an answer counts only if the worker that gave it still holds the slot.
+  const askEach = (request: CollectRequest, keep: (slot: Slot, part: unknown) => void) =>
+    Promise.all(
+      live().map(async (slot) => {
+        const worker = slot.worker as Worker;
+        const reply = await ask(worker, request);
+        if (slot.worker === worker && reply !== undefined) keep(slot, reply.part);
+      }),
+    );
 
   const source: OpsSource = {
     contentType: registry.contentType,
     async metrics() {
-      await Promise.all(
-        live().map(async (slot) => {
-          const worker = slot.worker as Worker;
-          const reply = await ask(worker, { what: "metrics" });
-          if (slot.worker === worker && Array.isArray(reply?.part)) slot.metrics = reply.part as MetricsPart;
-        }),
-      );
+      await askEach({ what: "metrics" }, (slot, part) => {
+        if (Array.isArray(part)) slot.metrics = part as MetricsPart;
+      });
       workersUp.set(slots.filter((slot) => slot.listening).length);
       const parts: MetricsPart[] = [...retiredMetrics];
       for (const slot of slots) if (slot.metrics) parts.push(slot.metrics);
@@ -228,13 +233,9 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       return AggregatorRegistry.aggregate(parts as MetricsPart[]).metrics();
     },
     async reportParts(path) {
-      await Promise.all(
-        live().map(async (slot) => {
-          const worker = slot.worker as Worker;
-          const reply = await ask(worker, { what: "report", path });
-          if (slot.worker === worker && reply?.part !== undefined) slot.reports.set(path, reply.part);
-        }),
-      );
+      await askEach({ what: "report", path }, (slot, part) => {
+        if (part !== undefined) slot.reports.set(path, part);
+      });
       const parts: unknown[] = [];
       for (const slot of slots) if (slot.reports.has(path)) parts.push(slot.reports.get(path));
       if (retiredReports.has(path)) parts.push(retiredReports.get(path));
