@@ -450,16 +450,14 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       "cache-control": "no-store",
     };
     if (error.headers) for (const name in error.headers) headers[name] = error.headers[name];
+    // finishHeaders marks the connection closing, as for any answer that says so.
+    if (closeConnection) headers.connection = "close";
     finishHeaders(
       exchange,
       exchange.operation === undefined ? undefined : chains.get(exchange.operation),
       error.status,
       headers,
     );
-    if (closeConnection) {
-      headers.connection = "close";
-      markClosing(exchange.req.socket);
-    }
     const { res } = exchange;
     res.writeHead(error.status, headers);
     res.end(exchange.req.method === "HEAD" ? undefined : body);
