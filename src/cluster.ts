@@ -15,7 +15,7 @@ import { createLogger, type LoggerHandle } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
 import { createOpsHandler, createOpsServer, type OpsSource } from "./ops.ts";
 import type { OpsReport } from "./policy.ts";
-import { closeAndExit, type ProcessSetup, type Serving, serve } from "./serve.ts";
+import { closeAndExit, logListening, type ProcessSetup, type Serving, serve } from "./serve.ts";
 
 /** The environment variable that carries the primary's setup to a worker. */
 const WORKER_SETUP = "PETSTORE_GATEWAY_WORKER";
@@ -285,12 +285,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       logger.info({ worker: worker.process.pid }, "worker listening");
       if (everListened) return;
       everListened = true;
-      logger.info(
-        { port: address.port, opsPort, workers: options.workers, environment: setup.environment },
-        "gateway listening",
-      );
-      // Whoever started the process may be waiting for that line: it does not wait for the buffer.
-      flush();
+      logListening(log, setup, { port: address.port, opsPort, workers: options.workers });
       options.onListening?.(address.port, opsPort);
     });
     worker.on("exit", (code: number | null, signal: string | null) => onExit(slot, worker, code, signal));

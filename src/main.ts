@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from "./config.ts";
 import { type DemoSetup, startDemo } from "./demo.ts";
 import { createLogger } from "./logger.ts";
 import { ApiDescriptionError } from "./openapi.ts";
-import { type ProcessSetup, serve } from "./serve.ts";
+import { logListening, type ProcessSetup, serve } from "./serve.ts";
 import { chooseUpstream } from "./upstream-choice.ts";
 
 async function main(): Promise<void> {
@@ -44,12 +44,7 @@ async function main(): Promise<void> {
   if (workers > 1) return runPrimary({ setup, workers, log, onListening: announce, onStopped });
   const serving = await serve(setup, { log, ops: true, onStopped });
   const opsPort = serving.opsPort as number;
-  log.logger.info(
-    { port: serving.port, opsPort, workers: 1, environment: setup.environment },
-    "gateway listening",
-  );
-  // Whoever started the process may be waiting for that line: it does not wait for the buffer.
-  log.flush();
+  logListening(log, setup, { port: serving.port, opsPort, workers: 1 });
   announce(serving.port, opsPort);
 }
 

@@ -107,6 +107,16 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
   };
 }
 
+/** The start-up line, flushed at once: whoever started the process may be waiting for it. */
+export function logListening(
+  log: LoggerHandle,
+  setup: ProcessSetup,
+  fields: { readonly port: number; readonly opsPort: number; readonly workers: number },
+): void {
+  log.logger.info({ ...fields, environment: setup.environment }, "gateway listening");
+  log.flush();
+}
+
 /**
  * The last step of a graceful shutdown, once no request is left: the ops port, the gateway (its
  * upstream agents, the policies' timers), the caller's own clean-up, then the logs flushed,
