@@ -337,6 +337,7 @@ function expectedQuery(pairs: readonly string[]): Map<string, string> | "refused
 describe("property-based: whatever comes in, the answers are documented and the backend sees only valid requests", () => {
   let backend: ProgrammableBackend;
   let gw: TestGateway;
+  let faultGw: TestGateway;
   let agent: http.Agent;
   const crashes = watchForCrashes();
   let cases = 0;
@@ -347,7 +348,16 @@ describe("property-based: whatever comes in, the answers are documented and the 
   before(async () => {
     backend = await startProgrammableBackend();
     backend.behave(contractAnswer);
+    // A generous deadline where no fault is injected, so a load spike on a shared machine is never
+    // mistaken for a 504; a short one on the gateway that faces the injected hangs.
     gw = await startGateway({
+      upstreamUrl: backend.url,
+      config: {
+        upstream: { timeoutMs: 2000 },
+        policies: { auth: { keysFile }, responseContract: { mode: "enforce" } },
+      },
+    });
+    faultGw = await startGateway({
       upstreamUrl: backend.url,
       config: {
         upstream: { timeoutMs: 150 },
@@ -359,7 +369,9 @@ describe("property-based: whatever comes in, the answers are documented and the 
   after(async () => {
     agent.destroy();
     const outputsGw = await capturedOutputs(gw, errorBodies);
+    const outputsFaultGw = await capturedOutputs(faultGw, errorBodies);
     await gw.close();
+    await faultGw.close();
     await backend.close();
     crashes.stop();
     assert.deepEqual(crashes.crashes, []);
@@ -367,6 +379,7 @@ describe("property-based: whatever comes in, the answers are documented and the 
       `# property cases over HTTP: ${cases} ${JSON.stringify(Object.fromEntries(tally))}\n`,
     );
     assertNoSecrets(keys, outputsGw, "everything the gateway wrote");
+    assertNoSecrets(keys, outputsFaultGw, "everything the fault-facing gateway wrote");
   });
 
   /** Sends one request on the keep-alive agent; returns the answer and what the backend saw. */
@@ -375,6 +388,7 @@ describe("property-based: whatever comes in, the answers are documented and the 
     target: string,
     headers: Record<string, string> = {},
     body?: Buffer,
+    to: TestGateway = gw,
   ): Promise<{ answer: Answer; seen: RecordedRequest[] }> => {
     cases++;
     const before = backend.requests.length;
@@ -383,7 +397,7 @@ describe("property-based: whatever comes in, the answers are documented and the 
       const req = http.request(
         {
           host: "127.0.0.1",
-          port: new URL(gw.origin).port,
+          port: new URL(to.origin).port,
           path: target,
           method,
           agent,
@@ -587,11 +601,13 @@ describe("property-based: whatever comes in, the answers are documented and the 
       await fc.assert(
         fc.asyncProperty(fault, fc.bigInt(1n, INT64_MAX), async (behaviour, id) => {
           backend.behave(() => behaviour);
-          const { answer } = await send("GET", `/v1/pets/${id}`).catch((error: Error) => {
-            // A body cut mid-way may surface as a broken response: that is allowed, a hang is not.
-            assert.match(error.message, /aborted|socket hang up|ECONNRESET/);
-            return { answer: undefined };
-          });
+          const { answer } = await send("GET", `/v1/pets/${id}`, {}, undefined, faultGw).catch(
+            (error: Error) => {
+              // A body cut mid-way may surface as a broken response: that is allowed, a hang is not.
+              assert.match(error.message, /aborted|socket hang up|ECONNRESET/);
+              return { answer: undefined };
+            },
+          );
           if (answer) {
             const passedThrough =
               behaviour.kind === "respond" && behaviour.status >= 500 ? behaviour.status : undefined;
@@ -607,7 +623,7 @@ describe("property-based: whatever comes in, the answers are documented and the 
     } finally {
       backend.behave(contractAnswer);
     }
-    const { answer } = await send("GET", "/v1/pets");
+    const { answer } = await send("GET", "/v1/pets", {}, undefined, faultGw);
     assert.equal(answer.status, 200);
   });
 });
