@@ -40,7 +40,7 @@ const HOP_BY_HOP = [
 ];
 const HOP_BY_HOP_SET = new Set(HOP_BY_HOP);
 // Headers that would let a client change what the backend believes about the request.
-export const SPOOFABLE: readonly string[] = [
+const SPOOFABLE: readonly string[] = [
   "forwarded",
   "x-http-method-override",
   "x-http-method",

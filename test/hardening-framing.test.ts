@@ -2,7 +2,6 @@
 // what an HTTP client library would refuse to send is exactly what an attacker sends.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { SPOOFABLE } from "../src/pipeline.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import {
   assertNoSecrets,
@@ -222,7 +221,13 @@ describe("header hygiene, both directions", () => {
       "trailer",
       "proxy-authorization",
       "upgrade",
-      ...SPOOFABLE,
+      // The spoofing headers sent above, stated here as the specification rather than read from the code.
+      "forwarded",
+      "x-http-method-override",
+      "x-http-method",
+      "x-method-override",
+      "x-original-url",
+      "x-rewrite-url",
     ]) {
       assert.equal(seen[name], undefined, `${name} reached the backend`);
     }
