@@ -13,6 +13,7 @@ import { validateConfig } from "./config.ts";
 import { createGateway } from "./gateway.ts";
 import { createLogger, type LoggerHandle } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
+import type { ApiDescription } from "./openapi.ts";
 import { createOpsHandler, createOpsServer, type OpsSource } from "./ops.ts";
 import type { OpsReport } from "./policy.ts";
 import { closeAndExit, logListening, type ProcessSetup, type Serving, serve } from "./serve.ts";
@@ -126,7 +127,7 @@ export interface PrimaryOptions {
   readonly workers: number;
   readonly log: LoggerHandle;
   /** Once, when the first worker listens (the port is then known, also when PORT=0). */
-  readonly onListening?: (port: number, opsPort: number) => void;
+  readonly onListening?: (port: number, opsPort: number, api: ApiDescription) => void;
   /** After every worker has exited, before the logs are flushed (e.g. stop the demo backend). */
   readonly onStopped?: () => Promise<void>;
 }
@@ -286,7 +287,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       if (everListened) return;
       everListened = true;
       logListening(log, setup, { port: address.port, opsPort, workers: options.workers });
-      options.onListening?.(address.port, opsPort);
+      options.onListening?.(address.port, opsPort, gateway.api);
     });
     worker.on("exit", (code: number | null, signal: string | null) => onExit(slot, worker, code, signal));
   };

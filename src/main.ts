@@ -6,7 +6,7 @@ import { runPrimary, runWorker, workerCount } from "./cluster.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import { type DemoSetup, startDemo } from "./demo.ts";
 import { createLogger } from "./logger.ts";
-import { ApiDescriptionError } from "./openapi.ts";
+import { type ApiDescription, ApiDescriptionError } from "./openapi.ts";
 import { logListening, type ProcessSetup, serve } from "./serve.ts";
 import { chooseUpstream } from "./upstream-choice.ts";
 
@@ -33,11 +33,13 @@ async function main(): Promise<void> {
   const onStopped = async () => {
     await demo?.close();
   };
-  const announce = (port: number, opsPort: number) => {
+  const announce = (port: number, opsPort: number, api: ApiDescription) => {
     if (!demo) return;
     const key = `-H 'Authorization: Bearer ${demo.apiKey ?? "<a key from your key file>"}' `;
+    // The path to try comes from the document: its first GET that needs no path parameter.
+    const path = api.operations.find((o) => o.method === "GET" && o.pathParameters.length === 0)?.path ?? "";
     process.stderr.write(
-      `petstore-gateway in front of the demo backend. Try: curl -s ${key}http://localhost:${port}/v1/pets  (metrics: http://localhost:${opsPort}/metrics)\n`,
+      `petstore-gateway in front of the demo backend. Try: curl -s ${key}http://localhost:${port}${api.basePath}${path}  (metrics: http://localhost:${opsPort}/metrics)\n`,
     );
   };
 
@@ -45,7 +47,7 @@ async function main(): Promise<void> {
   const serving = await serve(setup, { log, ops: true, onStopped });
   const opsPort = serving.opsPort as number;
   logListening(log, setup, { port: serving.port, opsPort, workers: 1 });
-  announce(serving.port, opsPort);
+  announce(serving.port, opsPort, serving.gateway.api);
 }
 
 main().catch((error: unknown) => {
