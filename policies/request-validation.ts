@@ -91,6 +91,7 @@ export default definePolicy<RequestValidationOptions>({
                 parsed.message,
               );
             }
+            exchange.bodyJson = parsed.value;
             if (body.validate && !body.validate(parsed.value)) {
               return gatewayError("INVALID_BODY", describeValidationError(body.validate.errors, "body"));
             }

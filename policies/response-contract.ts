@@ -296,11 +296,14 @@ function checkRule(rule: Rule, exchange: Exchange, value: unknown, text: string)
     case "echo": {
       if (exchange.body === undefined || !isObject(value)) return undefined;
       const requestText = exchange.body.toString("utf8");
-      let sent: unknown;
-      try {
-        sent = JSON.parse(requestText);
-      } catch {
-        return undefined; // request validation refuses such bodies; nothing to compare with
+      // Request validation parsed it already; parse here only when it did not run.
+      let sent: unknown = exchange.bodyJson;
+      if (sent === undefined) {
+        try {
+          sent = JSON.parse(requestText);
+        } catch {
+          return undefined; // request validation refuses such bodies; nothing to compare with
+        }
       }
       if (!isObject(sent)) return undefined;
       for (const { name, token } of rule.fields) {

@@ -137,6 +137,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       queryChanged: false,
       consumer: undefined,
       body: undefined,
+      bodyJson: undefined,
       responseHeaders: {},
       notes: {},
       rejection: undefined,

@@ -27,6 +27,8 @@ export interface Exchange {
   consumer: string | undefined;
   /** The raw request body, for operations that declare one. */
   body: Buffer | undefined;
+  /** The request body as request validation parsed it (undefined until then): parsed once, read by others. */
+  bodyJson: unknown;
   /** Headers added to whatever answer the client receives. */
   responseHeaders: Record<string, string>;
   /** Facts for the access log line (e.g. a limit adjustment), flat and small. */
