@@ -1118,7 +1118,7 @@ async function main(): Promise<void> {
     throw new Error("--compare and --compare-flags: one at a time");
   if (flags.compare) {
     const tree = checkout(flags.compare);
-    proxies.push(await startGateway(tree.name, backend.url, oneKeyFile, [], tree.root));
+    proxies.push(await startGateway(tree.name, backend.url, oneKeyFile, START_FLAGS, tree.root));
     compared = tree.name;
   } else if (flags["compare-flags"]) {
     const nodeFlags = flags["compare-flags"].split(/\s+/).filter((flag) => flag !== "");
