@@ -6,7 +6,7 @@
 //   npm run bench -- --profile    # gateway and bare proxy under --cpu-prof; prints the hot spots
 //
 // Every party is a process of its own, on loopback: a static backend serving the demo backend's
-// answers, the bare proxy, the gateway (node src/main.ts), nginx when installed, and the load
+// answers, the bare proxy, the gateway (as `npm start` runs it), nginx when installed, and the load
 // generator (wrk when installed, else autocannon in a child process). Targets take turns in
 // rounds (A B C, then C B A, ...) so that drift of a shared machine hits them alike; each figure
 // is the median of its rounds, and each ratio the median of the per-round ratios. Before the
@@ -51,17 +51,12 @@ import {
   type ProfileSummary,
   summarizeProfile,
 } from "./bench/profile-summary.ts";
+import { buildForStart, startCommand } from "./start-command.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 /** The Node flags `npm start` (and the Docker image) give the gateway: the benchmark runs what users run. */
-const START_FLAGS: string[] = (() => {
-  const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
-    scripts: { start: string };
-  };
-  return (
-    /^node\s+(.*?)\s*src\/main\.ts/.exec(manifest.scripts.start)?.[1]?.split(/\s+/).filter(Boolean) ?? []
-  );
-})();
+const START_FLAGS: readonly string[] = startCommand(ROOT).nodeFlags;
+const TSC = join(ROOT, "node_modules/.bin/tsc");
 const RESULTS_DIR = join(ROOT, "bench", "results");
 
 // ---------------------------------------------------------------------------------------------
@@ -316,7 +311,7 @@ async function startGateway(
   name: string,
   upstreamUrl: string,
   keysFile: string,
-  nodeFlags: string[] = START_FLAGS,
+  nodeFlags: readonly string[] = START_FLAGS,
   root = ROOT,
   contract: "enforce" | "off" = "enforce",
 ): Promise<Target & { child: ChildProcess }> {
@@ -342,7 +337,7 @@ async function startGateway(
   // The access log at info through pino's asynchronous destination, to /dev/null: the
   // serialization is paid, the disk is not.
   const child = track(
-    spawn(process.execPath, [...nodeFlags, "src/main.ts"], {
+    spawn(process.execPath, [...nodeFlags, startCommand(root).entry], {
       cwd: root,
       stdio: ["ignore", devNull, "pipe"],
       env: {
@@ -373,6 +368,7 @@ function checkout(ref: string): { root: string; name: string } {
   mkdirSync(root);
   execFileSync("sh", ["-c", `git archive ${commit} | tar -x -C "${root}"`], { cwd: ROOT });
   symlinkSync(join(ROOT, "node_modules"), join(root, "node_modules"));
+  buildForStart(root, TSC);
   return { root, name: `gateway@${commit}` };
 }
 
@@ -1093,6 +1089,7 @@ async function main(): Promise<void> {
   process.stderr.write(
     `petstore-gateway benchmark (${flags.quick ? "quick" : "full"}): ${startMachine.cores} cores, ${startMachine.cpu}, node ${startMachine.node}, load generator ${loader}${nginxPath ? ", nginx" : ""}\n`,
   );
+  buildForStart(ROOT, TSC);
   const backend = await startBackend();
   const backendOrigin = new URL(backend.url).origin;
   const backendPid = backend.child.pid as number;

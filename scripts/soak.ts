@@ -1,6 +1,6 @@
 // npm run soak [-- --requests 200000 --warmup 20000 --concurrency 32]
 //
-// Bounded memory, measured: a real gateway process (node src/main.ts) in front of a backend that
+// Bounded memory, measured: a real gateway process (as `npm start` runs it) in front of a backend that
 // fails on purpose, driven with a mix of valid and invalid requests, bad keys, unknown and
 // non-canonical paths and upstream faults. It prints the gateway's resident memory and the number
 // of /metrics series after the warm-up and at the end, checks that every request got an answer
@@ -17,8 +17,12 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { digestOf } from "../policies/auth-key-file.ts";
+import { buildForStart, startCommand } from "./start-command.ts";
 
 const PROJECT_ROOT = resolve(import.meta.dirname, "..");
+// The gateway as `npm start` runs it, built first as `npm start` builds it.
+buildForStart(PROJECT_ROOT, join(PROJECT_ROOT, "node_modules/.bin/tsc"));
+const { nodeFlags, entry } = startCommand(PROJECT_ROOT);
 const { values: args } = parseArgs({
   options: {
     requests: { type: "string", default: "200000" },
@@ -114,7 +118,7 @@ async function startGateway(upstreamUrl: string, dir: string, keys: readonly str
       server: { shutdownDrainMs: 0, shutdownTimeoutMs: 5000 },
     }),
   );
-  const child = spawn(process.execPath, ["src/main.ts"], {
+  const child = spawn(process.execPath, [...nodeFlags, entry], {
     cwd: PROJECT_ROOT,
     env: {
       PATH: process.env.PATH ?? "",

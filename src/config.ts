@@ -1,13 +1,14 @@
 // Gateway configuration: the deployment's choices only (what the interface is lives in the
 // OpenAPI document). A JSON file plus environment variables, validated once with ajv, with
 // defaults filled in, unknown keys refused, and the result frozen.
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
 import addFormats from "ajv-formats";
 import type { AnyPolicyDefinition } from "./policy.ts";
 
-export const PROJECT_ROOT = resolve(import.meta.dirname, "..");
+/** The directory of package.json: the same from the sources (src/) and from the build (dist/src/). */
+export const PROJECT_ROOT = projectRoot(import.meta.dirname);
 export const DEFAULT_CONFIG_FILE = resolve(PROJECT_ROOT, "config/gateway.json");
 export const DEFAULT_OPENAPI_FILE = resolve(PROJECT_ROOT, "config/openapi.json");
 
@@ -235,4 +236,11 @@ function deepFreeze<T>(value: T): T {
     for (const child of Object.values(value)) deepFreeze(child);
   }
   return value;
+}
+
+function projectRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(resolve(dir, "package.json"))) return dir;
+    if (dirname(dir) === dir) return resolve(from, "..");
+  }
 }

@@ -9,6 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import {
   type BackendProcess,
+  GATEWAY_PROGRAM,
   PROJECT_ROOT,
   request,
   startDemoBackendProcess,
@@ -223,7 +224,7 @@ describe("a gateway whose backend is down", () => {
 
 describe("the gateway program (npm start)", () => {
   const run = (env: Record<string, string>) => {
-    const child = spawn(process.execPath, ["src/main.ts"], {
+    const child = spawn(process.execPath, GATEWAY_PROGRAM, {
       cwd: PROJECT_ROOT,
       env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", LOG_LEVEL: "warn", ...env },
       stdio: ["ignore", "pipe", "pipe"],

@@ -1,4 +1,4 @@
-// The gateway program itself (`node src/main.ts`), as operators run it: everything bad at once
+// The gateway program itself (as `npm start` runs it), as operators run it: everything bad at once
 // does not crash it or leak a key, and SIGTERM drains it gracefully within its deadline.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -23,7 +23,7 @@ import {
   pipelinedRequest,
   rawExchange,
 } from "./hardening-kit.ts";
-import { PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
 
 const { file: keysFile, keys, key, keyOf } = writeKeysFile(["acme", "globex"]);
 const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
@@ -46,7 +46,7 @@ async function spawnGateway(upstreamUrl: string, config: Record<string, unknown>
   const configFile = join(dir, "gateway.json");
   // Loopback only, the ops port included (HOST covers the public one).
   writeFileSync(configFile, JSON.stringify({ opsHost: "127.0.0.1", ...config }));
-  const child = spawn(process.execPath, ["src/main.ts"], {
+  const child = spawn(process.execPath, GATEWAY_PROGRAM, {
     cwd: PROJECT_ROOT,
     env: {
       PATH: process.env.PATH ?? "",

@@ -12,12 +12,16 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
 import policies from "../policies/index.ts";
+import { startCommand } from "../scripts/start-command.ts";
 import { type GatewayConfig, validateConfig } from "../src/config.ts";
 import { buildGateway, type Gateway } from "../src/gateway.ts";
 import { createLogger } from "../src/logger.ts";
 import type { AnyPolicyDefinition } from "../src/policy.ts";
 
 export const PROJECT_ROOT = resolve(import.meta.dirname, "..");
+/** Node's arguments for the gateway program as `npm start` runs it: its flags, then the build's entry (`npm test` builds first). */
+const started = startCommand(PROJECT_ROOT);
+export const GATEWAY_PROGRAM: readonly string[] = [...started.nodeFlags, started.entry];
 
 export interface BackendProcess {
   readonly url: string;
@@ -282,9 +286,9 @@ export interface GatewayProcess {
   readonly exited: Promise<number | null>;
 }
 
-/** `node src/main.ts` as its own process, on ports the OS chose; resolves once it listens. */
+/** The gateway program as `npm start` runs it, in its own process, on ports the OS chose; resolves once it listens. */
 export async function startGatewayProcess(env: Record<string, string> = {}): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ["src/main.ts"], {
+  const child = spawn(process.execPath, GATEWAY_PROGRAM, {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -15,6 +15,7 @@ import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/p
 import {
   type Answer,
   type BackendProcess,
+  GATEWAY_PROGRAM,
   PROJECT_ROOT,
   request,
   sampleValue,
@@ -787,7 +788,7 @@ describe("a document the lifecycle cannot honour stops start-up with a message n
     const file = documentWith("late-since-program", (getPet) => {
       extension(getPet).since = "2031-01-01T00:00:00Z";
     });
-    const child = spawn(process.execPath, ["src/main.ts"], {
+    const child = spawn(process.execPath, GATEWAY_PROGRAM, {
       cwd: PROJECT_ROOT,
       env: {
         ...process.env,

@@ -15,6 +15,7 @@ import {
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
 import {
+  GATEWAY_PROGRAM,
   PROJECT_ROOT,
   parsePrometheus,
   request,
@@ -431,7 +432,7 @@ describe("the gateway program", () => {
       unknown
     >;
     writeFileSync(configFile, JSON.stringify({ ...base, server: { shutdownDrainMs: 50 } }));
-    const child = spawn(process.execPath, ["src/main.ts"], {
+    const child = spawn(process.execPath, GATEWAY_PROGRAM, {
       cwd: PROJECT_ROOT,
       env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
       stdio: ["ignore", "pipe", "pipe"],

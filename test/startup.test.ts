@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { test } from "node:test";
-import { PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
 
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
-  const child = spawn(process.execPath, ["src/main.ts"], {
+  const child = spawn(process.execPath, GATEWAY_PROGRAM, {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", ...env },
     stdio: ["ignore", "ignore", "pipe"],
@@ -78,7 +78,7 @@ test("the demo uses a key file named in the config file instead of generating a 
   const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
   const configFile = join(dir, "gateway.json");
   writeFileSync(configFile, JSON.stringify({ policies: { auth: { keysFile: file } } }));
-  const child = spawn(process.execPath, ["src/main.ts"], {
+  const child = spawn(process.execPath, GATEWAY_PROGRAM, {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
     stdio: ["ignore", "ignore", "pipe"],

@@ -8,6 +8,7 @@ import policies from "../policies/index.ts";
 import { nextRestart, workerCount } from "../src/cluster.ts";
 import { loadConfig } from "../src/config.ts";
 import {
+  GATEWAY_PROGRAM,
   type GatewayProcess,
   PROJECT_ROOT,
   request,
@@ -183,7 +184,7 @@ test("when no worker can start (a busy port), the group stops with the error ins
   await once(busy, "listening");
   try {
     const port = (busy.address() as AddressInfo).port;
-    const child = spawn(process.execPath, ["src/main.ts"], {
+    const child = spawn(process.execPath, GATEWAY_PROGRAM, {
       cwd: PROJECT_ROOT,
       env: {
         PATH: process.env.PATH ?? "",
