@@ -12,7 +12,12 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { Ajv } from "ajv";
 import { type GatewayError, gatewayError } from "../src/errors.ts";
-import { mayHoldUnsafeIntegers, parseWithExactIntegers } from "../src/json.ts";
+import {
+  escapePointerToken,
+  mayHoldUnsafeIntegers,
+  parseWithExactIntegers,
+  unescapePointerToken,
+} from "../src/json.ts";
 import { describeValidationError, type Operation } from "../src/openapi.ts";
 import { definePolicy, type Exchange, type OpsReport, type UpstreamAnswer } from "../src/policy.ts";
 import { excerpt, headerExcerpt, jsonErrorExcerpt } from "./contract-excerpt.ts";
@@ -404,9 +409,9 @@ function schemaViolation(
     return { rule: "schema", pointer: "", message: "the answer does not match its schema", excerpt: "" };
   const params = error.params as Record<string, unknown>;
   let pointer = error.instancePath;
-  if (error.keyword === "required") pointer += `/${escapeToken(String(params.missingProperty))}`;
+  if (error.keyword === "required") pointer += `/${escapePointerToken(String(params.missingProperty))}`;
   else if (error.keyword === "additionalProperties")
-    pointer += `/${escapeToken(String(params.additionalProperty))}`;
+    pointer += `/${escapePointerToken(String(params.additionalProperty))}`;
   const at = valueAt(value, error.instancePath);
   const name = lastToken(error.instancePath);
   return {
@@ -436,25 +441,16 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
-function escapeToken(token: string): string {
-  return token.replaceAll("~", "~0").replaceAll("/", "~1");
-}
-
 function lastToken(pointer: string): string {
   const slash = pointer.lastIndexOf("/");
-  return slash === -1
-    ? ""
-    : pointer
-        .slice(slash + 1)
-        .replaceAll("~1", "/")
-        .replaceAll("~0", "~");
+  return slash === -1 ? "" : unescapePointerToken(pointer.slice(slash + 1));
 }
 
 function valueAt(value: unknown, pointer: string): unknown {
   if (pointer === "") return value;
   let node = value;
   for (const raw of pointer.slice(1).split("/")) {
-    const token = raw.replaceAll("~1", "/").replaceAll("~0", "~");
+    const token = unescapePointerToken(raw);
     if (Array.isArray(node)) node = node[Number(token)];
     else if (isObject(node)) node = node[token];
     else return undefined;
@@ -542,13 +538,16 @@ function compileRules(operation: Operation, validate: ValidateFunction): Map<str
       case "filter":
       case "identity": {
         const field = need("field");
-        rule = { rule: entry.rule, parameter: parameterOf().name, field, token: escapeToken(field) };
+        rule = { rule: entry.rule, parameter: parameterOf().name, field, token: escapePointerToken(field) };
         break;
       }
       case "echo": {
         if (operation.requestBody === undefined)
           throw new Error(`${here}: ${operation.id} takes no request body`);
-        rule = { rule: "echo", fields: need("fields").map((name) => ({ name, token: escapeToken(name) })) };
+        rule = {
+          rule: "echo",
+          fields: need("fields").map((name) => ({ name, token: escapePointerToken(name) })),
+        };
         break;
       }
     }

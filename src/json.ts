@@ -164,8 +164,18 @@ function locateSyntaxError(text: string): { offset: number; pointer: string } {
   return { offset: i, pointer: path.map(pointerSegment).join("") };
 }
 
+/** A member name as one JSON pointer token (RFC 6901): "~" becomes "~0", then "/" becomes "~1". */
+export function escapePointerToken(name: string): string {
+  return name.replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
+/** The member name a JSON pointer token stands for: "~1" back to "/" first, then "~0" to "~". */
+export function unescapePointerToken(token: string): string {
+  return token.replaceAll("~1", "/").replaceAll("~0", "~");
+}
+
 function pointerSegment(name: string): string {
-  const escaped = name.replaceAll("~", "~0").replaceAll("/", "~1");
+  const escaped = escapePointerToken(name);
   // A member name is the client's text: keep it short and printable in a message.
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
   const printable = escaped.replace(/[\u0000-\u001f\u007f]/g, "?");
