@@ -9,6 +9,7 @@ import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
 import { ConfigError } from "../src/config.ts";
 import { type GatewayError, gatewayError } from "../src/errors.ts";
+import { labelChildren } from "../src/metrics.ts";
 import { type ApiDescription, ApiDescriptionError, type Operation } from "../src/openapi.ts";
 import { definePolicy, type Exchange, type OpsReport } from "../src/policy.ts";
 import {
@@ -212,19 +213,10 @@ export default definePolicy<LifecycleOptions>({
       labelled.add(consumer);
       return consumer;
     };
-    // One label child per consumer label, looked up once: prom-client hashes the label values on
-    // every labels() call. For the deprecated and the unstable call counters alike.
+    // The deprecated and the unstable call counters alike: one label child per consumer label.
     const consumerCounter = (child: (label: string) => { inc(): void }) => {
-      const counters = new Map<string, { inc(): void }>();
-      return (consumer: string): void => {
-        const label = consumerLabel(consumer);
-        let counter = counters.get(label);
-        if (counter === undefined) {
-          counter = child(label);
-          counters.set(label, counter);
-        }
-        counter.inc();
-      };
+      const counters = labelChildren(child);
+      return (consumer: string): void => counters(consumerLabel(consumer)).inc();
     };
 
     const started = now();

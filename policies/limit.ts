@@ -2,6 +2,7 @@
 // using the default, minimum and maximum the OpenAPI document gives the parameter. A value out of
 // range is clamped, never rejected; a value that is not an integer is rejected.
 import { gatewayError } from "../src/errors.ts";
+import { labelChildren } from "../src/metrics.ts";
 import type { ParameterSpec } from "../src/openapi.ts";
 import { parseIntegerLiteral } from "../src/parameters.ts";
 import { definePolicy } from "../src/policy.ts";
@@ -20,8 +21,8 @@ interface Bounds {
   /** The access log's note names, built once: `${name}Adjusted`, `${name}Requested`. */
   readonly adjustedNote: string;
   readonly requestedNote: string;
-  /** Counts one adjustment; the label child is looked up once per kind of adjustment. */
-  readonly count: (adjustment: Adjustment) => void;
+  /** The counter of each kind of adjustment, its label child looked up once. */
+  readonly counter: (adjustment: Adjustment) => { inc(): void };
 }
 
 type Adjustment = "defaulted" | "clamped_to_minimum" | "clamped_to_maximum";
@@ -50,16 +51,9 @@ export default definePolicy<LimitOptions>({
         throw new Error(`policies.limit.parameters: ${entry} is not an integer parameter`);
       const number = (key: string) =>
         typeof spec.schema[key] === "number" ? (spec.schema[key] as number) : undefined;
-      // prom-client hashes the label values on every labels() call: one child per adjustment.
-      const counters = new Map<Adjustment, { inc(): void }>();
-      const count = (adjustment: Adjustment) => {
-        let counter = counters.get(adjustment);
-        if (!counter) {
-          counter = metrics.limitAdjustments.labels(operationId, name, adjustment);
-          counters.set(adjustment, counter);
-        }
-        counter.inc();
-      };
+      const counter = labelChildren((adjustment: Adjustment) =>
+        metrics.limitAdjustments.labels(operationId, name, adjustment),
+      );
       const bounds: Bounds = {
         spec,
         minimum: number("minimum"),
@@ -68,7 +62,7 @@ export default definePolicy<LimitOptions>({
         appliedHeader: `x-${name.toLowerCase()}-applied`,
         adjustedNote: `${name}Adjusted`,
         requestedNote: `${name}Requested`,
-        count,
+        counter,
       };
       byOperation.set(operationId, [...(byOperation.get(operationId) ?? []), bounds]);
     }
@@ -107,7 +101,7 @@ export default definePolicy<LimitOptions>({
               }
               exchange.responseHeaders[bounds.appliedHeader] = applied;
               if (adjustment) {
-                bounds.count(adjustment);
+                bounds.counter(adjustment).inc();
                 exchange.notes[bounds.adjustedNote] = adjustment;
                 if (given !== undefined) exchange.notes[bounds.requestedNote] = given.slice(0, 32);
               }

@@ -82,38 +82,31 @@ export function createMetrics(options: { readonly defaultMetrics: boolean }): Me
     registers,
   });
 
-  // Label children are looked up once per label combination and reused: prom-client hashes the
-  // label values on every labels() call, which is measurable at tens of thousands of requests/s.
-  const childCache = <T>(make: (a: string, b: string, c: string) => T) => {
-    const cache = new Map<string, T>();
-    return (a: string, b: string, c: string): T => {
-      const id = `${a} ${b} ${c}`;
-      let child = cache.get(id);
-      if (child === undefined) {
-        child = make(a, b, c);
-        cache.set(id, child);
-      }
-      return child;
-    };
-  };
-  const requestChild = childCache((o, m, s) => requestDuration.labels(o, m, s));
-  const upstreamChild = childCache((o, m, s) => upstreamDuration.labels(o, m, s));
-  const overheadChild = childCache((o) => overhead.labels(o));
-  const rejectionChild = childCache((o, r, c) => rejections.labels(o, r, c));
+  // One map per label: a lookup builds no key string (see labelChildren).
+  const requestChild = labelChildren((o) =>
+    labelChildren((m) => labelChildren((s) => requestDuration.labels(o, m, s))),
+  );
+  const upstreamChild = labelChildren((o) =>
+    labelChildren((m) => labelChildren((s) => upstreamDuration.labels(o, m, s))),
+  );
+  const overheadChild = labelChildren((o) => overhead.labels(o));
+  const rejectionChild = labelChildren((o) =>
+    labelChildren((r) => labelChildren((c) => rejections.labels(o, r, c))),
+  );
 
   return {
     registry,
     observeRequest(operation, method, status, seconds) {
-      requestChild(operation, methodLabel(method), statusLabel(status)).observe(seconds);
+      requestChild(operation)(methodLabel(method))(statusLabel(status)).observe(seconds);
     },
     observeUpstream(operation, method, status, seconds) {
-      upstreamChild(operation, methodLabel(method), statusLabel(status)).observe(seconds);
+      upstreamChild(operation)(methodLabel(method))(statusLabel(status)).observe(seconds);
     },
     observeOverhead(operation, seconds) {
-      overheadChild(operation, "", "").observe(Math.max(seconds, 0));
+      overheadChild(operation).observe(Math.max(seconds, 0));
     },
     observeRejection(operation, reason, code) {
-      rejectionChild(operation, reason, code).inc();
+      rejectionChild(operation)(reason)(code).inc();
     },
     rejections,
     limitAdjustments: new Counter({
@@ -160,6 +153,25 @@ export function createMetrics(options: { readonly defaultMetrics: boolean }): Me
       aggregator: "max",
       registers,
     }),
+  };
+}
+
+/**
+ * The label child of each label value, looked up once and reused: prom-client hashes the label
+ * values on every labels() call, which is measurable at tens of thousands of requests/s. For
+ * several labels, nest it, one map per label, so that a lookup builds no key string:
+ * `labelChildren((a) => labelChildren((b) => counter.labels(a, b)))`, then `child(a)(b).inc()`.
+ * Label values come from bounded sets (see above), so the maps stay small.
+ */
+export function labelChildren<V extends string, T>(make: (value: V) => T): (value: V) => T {
+  const children = new Map<V, T>();
+  return (value) => {
+    let child = children.get(value);
+    if (child === undefined) {
+      child = make(value);
+      children.set(value, child);
+    }
+    return child;
   };
 }
 
