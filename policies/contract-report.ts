@@ -4,12 +4,14 @@
 // violation in one process, merging several worker processes' parts, and rendering the result.
 import type { ServerResponse } from "node:http";
 import { LRUCache } from "lru-cache";
-import { sendJson } from "../src/ops.ts";
+import { gatewayError } from "../src/errors.ts";
+import { sendError, sendJson } from "../src/ops.ts";
 import type { OpsReport } from "../src/policy.ts";
 
 export type ContractMode = "enforce" | "report" | "off";
 
 const ARRAY_INDEX = /\/[0-9]+(?=\/|$)/g;
+const NO_SUCH_OPERATION = gatewayError("NOT_FOUND", "No such operation");
 
 /** One broken promise of an answer, described once it is found. */
 export interface Violation {
@@ -154,8 +156,6 @@ function renderReport(report: ContractReport, url: URL, res: ServerResponse): vo
   const only = url.searchParams.get("operation");
   if (only === null) return sendJson(res, 200, report);
   const drift = report.operations[only];
-  if (drift === undefined) {
-    return sendJson(res, 404, { code: "NOT_FOUND", message: "No such operation", status: 404 });
-  }
+  if (drift === undefined) return sendError(res, NO_SUCH_OPERATION);
   sendJson(res, 200, { operations: { [only]: drift } });
 }

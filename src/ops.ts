@@ -2,8 +2,12 @@
 // Where the numbers come from is a source: this process alone, or (src/cluster.ts) every worker
 // of a process group, collected over IPC and merged, so a scrape sees one consistent set.
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import type { OpsReport } from "./policy.ts";
+
+const NO_SUCH_ENDPOINT = gatewayError("NOT_FOUND", "No such ops endpoint");
+const READ_ONLY = gatewayError("METHOD_NOT_ALLOWED", "Ops endpoints are read-only");
 
 type OpsHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 
@@ -61,15 +65,8 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
   return (req, res) => {
     const url = new URL(req.url ?? "/", "http://ops.invalid");
     const route = routes.get(url.pathname);
-    if (!route)
-      return sendJson(res, 404, { code: "NOT_FOUND", message: "No such ops endpoint", status: 404 });
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      return sendJson(res, 405, {
-        code: "METHOD_NOT_ALLOWED",
-        message: "Ops endpoints are read-only",
-        status: 405,
-      });
-    }
+    if (!route) return sendError(res, NO_SUCH_ENDPOINT);
+    if (req.method !== "GET" && req.method !== "HEAD") return sendError(res, READ_ONLY);
     route(req, res, url);
   };
 }
@@ -82,8 +79,25 @@ export function createOpsServer(handler: (req: IncomingMessage, res: ServerRespo
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const body = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  writeJson(res, status, JSON.stringify(value));
+}
+
+/** An error of the catalogue: its body is the interface's Error object, as on the public port. */
+export function sendError(res: ServerResponse, error: GatewayError): void {
+  writeJson(res, error.status, errorBody(error), error.headers);
+}
+
+function writeJson(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers?: Readonly<Record<string, string>>,
+): void {
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+  });
   res.end(body);
 }
 

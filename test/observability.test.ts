@@ -382,6 +382,21 @@ describe("request ids, secrets and bounded labels", () => {
     assert.match(String(ops.headers["content-type"]), /^text\/plain; version=0\.0\.4/);
     assert.doesNotThrow(() => parsePrometheus(ops.body));
   });
+
+  test("an unknown ops path gets 404 and a write to an ops path 405, each an Error object of the catalogue", async () => {
+    const missing = await request(`${gw.opsUrl}/nope`);
+    assert.equal(missing.status, 404);
+    assert.deepEqual(missing.json(), { code: "NOT_FOUND", message: "No such ops endpoint", status: 404 });
+    assert.ok(gw.gateway.api.validateError(missing.json()), missing.body);
+    const write = await request(`${gw.opsUrl}/metrics`, { method: "POST" });
+    assert.equal(write.status, 405);
+    assert.deepEqual(write.json(), {
+      code: "METHOD_NOT_ALLOWED",
+      message: "Ops endpoints are read-only",
+      status: 405,
+    });
+    assert.ok(gw.gateway.api.validateError(write.json()), write.body);
+  });
 });
 
 describe("health", () => {

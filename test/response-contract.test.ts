@@ -418,6 +418,12 @@ describe("a gateway in front of a deliberately wrong backend", () => {
     const unknown = await request(`${reporting.opsUrl}/contract/violations?operation=deletePet`);
     assert.equal(unknown.status, 404);
   });
+
+  test("the drift report's 404 for an operation it does not know is an Error object of the catalogue", async () => {
+    const unknown = await request(`${reporting.opsUrl}/contract/violations?operation=deletePet`);
+    assert.deepEqual(unknown.json(), { code: "NOT_FOUND", message: "No such operation", status: 404 });
+    assert.ok(reporting.gateway.api.validateError(unknown.json()), unknown.body);
+  });
 });
 
 describe("modes per operation", () => {
