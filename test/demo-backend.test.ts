@@ -4,6 +4,7 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import { eventually } from "./harness.ts";
 
 const AUTH = { Authorization: "Bearer demo-key" };
 
@@ -198,7 +199,7 @@ describe("programmable backend", () => {
     const other = await startProgrammableBackend();
     other.behave(() => ({ kind: "hang" }));
     const pending = fetch(`${other.url}/x`);
-    while (other.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await eventually("the request at the backend", () => other.requests.length > 0);
     await other.close();
     await assert.rejects(pending);
   });

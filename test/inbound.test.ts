@@ -33,6 +33,7 @@ import {
 import {
   type Answer,
   type BackendProcess,
+  eventually,
   request,
   type Sample,
   sampleValue,
@@ -184,25 +185,11 @@ function sendRaw(origin: string, bytes: string): Promise<Answer> {
   });
 }
 
-async function eventually<T>(
-  probe: () => T | undefined | Promise<T | undefined>,
-  what: string,
-  timeoutMs = 5000,
-): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 /** The access log line of one request, by the X-Request-Id the test sent. */
 function accessLine(gw: TestGateway, requestId: string): Promise<Record<string, unknown>> {
   return eventually(
-    () => gw.logs.messages("request").find((line) => line.reqId === requestId),
     `access log line ${requestId}`,
+    () => gw.logs.messages("request").find((line) => line.reqId === requestId),
     2000,
   );
 }
@@ -540,10 +527,7 @@ describe("reloading the key file", () => {
       assert.equal(await statusWith(gw, revoked), 200);
       const changedAt = performance.now();
       replaceFile(file, keyFileText([kept]));
-      await eventually(
-        async () => ((await statusWith(gw, revoked)) === 401 ? true : undefined),
-        "revocation",
-      );
+      await eventually("the revoked key refused", async () => (await statusWith(gw, revoked)) === 401);
       t.diagnostic(`revoked key refused ${Math.round(performance.now() - changedAt)} ms after the change`);
       assert.equal(await statusWith(gw, kept), 200);
       const reload = gw.logs.messages("api keys reloaded").at(-1);
@@ -564,14 +548,14 @@ describe("reloading the key file", () => {
     try {
       const failures = () => gw.logs.messages("api key reload failed; keeping the previous keys");
       replaceFile(file, '{"keys": [{"consumer": "first", "sha2');
-      const broken = await eventually(() => failures()[0], "a failed reload logged");
+      const broken = await eventually("a failed reload logged", () => failures()[0]);
       assert.equal(broken.level, "error");
       assert.match(String(broken.error), /^\/keys\/0 is not valid JSON \(it ends too early\)$/);
       assert.equal(broken.keys, 1);
       assert.equal(await statusWith(gw, first), 200);
 
       replaceFile(file, JSON.stringify({ keys: [{ consumer: "first", sha256: second.key }] }));
-      const invalid = await eventually(() => failures()[1], "a second failed reload logged");
+      const invalid = await eventually("a second failed reload logged", () => failures()[1]);
       assert.match(String(invalid.error), /^\/keys\/0\/sha256 must match pattern/);
       assert.equal(await statusWith(gw, first), 200);
       assert.equal(await statusWith(gw, second), 401);
@@ -581,10 +565,7 @@ describe("reloading the key file", () => {
       assert.equal(sampleValue(samples, "gateway_api_keys"), 1);
 
       replaceFile(file, keyFileText([second]));
-      await eventually(
-        async () => ((await statusWith(gw, second)) === 200 ? true : undefined),
-        "the fixed file",
-      );
+      await eventually("the fixed file's key accepted", async () => (await statusWith(gw, second)) === 200);
       assert.equal(await statusWith(gw, first), 401);
     } finally {
       await stop(gw);
@@ -613,8 +594,8 @@ describe("reloading the key file", () => {
       renameSync(join(mount, "..data_tmp"), join(mount, "..data"));
       rmSync(join(mount, "..2026_01_01_00_00_00.1"), { recursive: true });
       await eventually(
-        async () => ((await statusWith(gw, afterSwap)) === 200 ? true : undefined),
-        "the new Secret",
+        "the new Secret's key accepted",
+        async () => (await statusWith(gw, afterSwap)) === 200,
       );
       assert.equal(await statusWith(gw, before), 401);
     } finally {
@@ -631,8 +612,8 @@ describe("reloading the key file", () => {
       replaceFile(file, keyFileText([fresh]));
       process.kill(process.pid, "SIGHUP");
       await eventually(
-        () => gw.logs.messages("api keys reloaded").find((line) => line.why === "SIGHUP"),
         "a reload on SIGHUP",
+        () => gw.logs.messages("api keys reloaded").find((line) => line.why === "SIGHUP"),
         3000,
       );
       assert.equal(await statusWith(gw, fresh), 200);

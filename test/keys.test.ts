@@ -19,6 +19,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   type BackendProcess,
+  eventually,
   PROJECT_ROOT,
   request,
   sha256,
@@ -76,14 +77,6 @@ async function add(file: string, consumer: string, ...more: string[]): Promise<s
 
 const entries = (file: string) =>
   (JSON.parse(readFileSync(file, "utf8")) as { keys: Record<string, string>[] }).keys;
-
-async function eventually(probe: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await probe())) {
-    if (performance.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe("npm run keys", () => {
   test("add makes a private file, prints the key once on stdout and stores only its digest", async () => {
@@ -143,7 +136,7 @@ describe("npm run keys", () => {
       assert.equal(await status(oldKey), 200);
 
       const newKey = await add(file, "acme");
-      await eventually(async () => (await status(newKey)) === 200, "the second key of acme");
+      await eventually("the second key of acme", async () => (await status(newKey)) === 200);
       assert.equal(await status(oldKey), 200, "both keys work during the overlap");
 
       const prefix = sha256(oldKey).slice(0, 8);
@@ -151,15 +144,18 @@ describe("npm run keys", () => {
       assert.equal(revoked.code, 0, revoked.stderr);
       assert.match(revoked.stderr, /Revoked 1 key of acme/);
       const changed = performance.now();
-      await eventually(async () => (await status(oldKey)) === 401, "the old key refused");
+      await eventually("the old key refused", async () => (await status(oldKey)) === 401);
       t.diagnostic(`revoked key refused ${Math.round(performance.now() - changed)} ms after the CLI exited`);
       assert.equal(await status(newKey), 200);
 
       assert.equal((await keys(["revoke", "acme", "--file", file])).code, 0);
-      await eventually(async () => (await status(newKey)) === 401, "every key of acme refused");
+      await eventually("every key of acme refused", async () => (await status(newKey)) === 401);
       assert.deepEqual(entries(file), []);
       const expired = await add(file, "late", "--not-after", "2001-02-03T04:05:06Z");
-      await eventually(async () => gw?.logs.messages("api keys reloaded").at(-1)?.keys === 1, "the reload");
+      await eventually(
+        "the reload down to one key",
+        async () => gw?.logs.messages("api keys reloaded").at(-1)?.keys === 1,
+      );
       const answer = await request(url, { key: expired });
       assert.equal(answer.status, 401, "a key past its --not-after");
       assert.equal(answer.headers["www-authenticate"], 'Bearer error="invalid_token"');

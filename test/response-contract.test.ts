@@ -18,6 +18,7 @@ import {
 import {
   type Answer,
   type BackendProcess,
+  eventually,
   request,
   sampleValue,
   scrape,
@@ -236,19 +237,6 @@ function violationLines(gw: TestGateway, requestId: string) {
   return gw.logs.messages("contract violation").filter((line) => line.reqId === requestId);
 }
 
-/** Polls until check() passes: the core counts a request once its answer has closed. */
-async function eventually(check: () => Promise<void>, timeoutMs = 3000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (performance.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-}
-
 describe("a gateway in front of a deliberately wrong backend", () => {
   let backend: ProgrammableBackend;
   let enforcing: TestGateway;
@@ -366,11 +354,17 @@ describe("a gateway in front of a deliberately wrong backend", () => {
         assert.equal(answer.status, status);
         assert.equal(answer.headers["retry-after"], "7");
         assert.equal(answer.body, body);
-        await eventually(async () => {
-          const after = await scrape(gw);
-          assert.equal(sampleValue(after, UPSTREAM_ANSWERS, labels), faults + 1);
-          assert.equal(sampleValue(after, VIOLATIONS), violations);
-        });
+        // The core counts a request once its answer has closed.
+        await eventually(
+          `the ${status} counted as an upstream answer and not as a violation`,
+          async () => {
+            const after = await scrape(gw);
+            assert.equal(sampleValue(after, UPSTREAM_ANSWERS, labels), faults + 1);
+            assert.equal(sampleValue(after, VIOLATIONS), violations);
+            return after;
+          },
+          3000,
+        );
         assert.equal(violationLines(gw, `fault-${status}`).length, 0);
       }
     });
