@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { errorCatalogue } from "../src/errors.ts";
-import type { Behaviour, RecordedRequest } from "./fixtures/programmable-backend.ts";
+import { type Behaviour, jsonAnswer, type RecordedRequest } from "./fixtures/programmable-backend.ts";
 import { type ApiKey, request, sha256, type TestGateway } from "./harness.ts";
 
 /** Every status the README names: the error catalogue and the interface's own answers. */
@@ -114,20 +114,15 @@ const PET = { id: 1, name: "Rex", categoryId: 7, status: "available" };
 
 /** A backend that answers every operation inside the contract, so only injected faults fail. */
 export function contractAnswer(req: RecordedRequest): Behaviour {
-  const json = (status: number, body: string): Behaviour => ({
-    kind: "respond",
-    status,
-    headers: { "content-type": "application/json" },
-    body,
-  });
   const path = req.url.split("?")[0] ?? "";
   // The created animal is what was sent plus an id, spliced as text so int64 stays exact.
-  if (req.method === "POST") return json(201, `{"id":1,${req.body.toString("utf8").trim().slice(1)}`);
+  if (req.method === "POST") return jsonAnswer(201, `{"id":1,${req.body.toString("utf8").trim().slice(1)}`);
   const id = /^\/v1\/pets\/(-?\d+)$/.exec(path)?.[1];
-  if (id !== undefined) return json(200, JSON.stringify({ ...PET, id: 0 }).replace('"id":0', `"id":${id}`));
+  if (id !== undefined)
+    return jsonAnswer(200, JSON.stringify({ ...PET, id: 0 }).replace('"id":0', `"id":${id}`));
   // One animal, with the status the caller filtered on (the contract holds the backend to it).
   const status = new URL(req.url, "http://backend").searchParams.get("status");
-  return json(200, JSON.stringify([{ ...PET, status: status ?? PET.status }]));
+  return jsonAnswer(200, JSON.stringify([{ ...PET, status: status ?? PET.status }]));
 }
 
 /**

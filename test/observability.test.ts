@@ -10,6 +10,7 @@ import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import {
   type Behaviour,
+  jsonAnswer,
   type ProgrammableBackend,
   type RecordedRequest,
   startProgrammableBackend,
@@ -31,20 +32,15 @@ const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex"]);
 const acme = keyOf("acme");
 const globex = keyOf("globex");
 const PET = '{"id":1,"name":"Rex","categoryId":3,"status":"available"}';
-const json = (status: number, body: string) => ({
-  kind: "respond" as const,
-  status,
-  headers: { "content-type": "application/json" },
-  body,
-});
 
 /** Answers by path: /pets/13 drops the connection, /pets/404 is not found, other pets exist. */
 const petBehaviour = (req: RecordedRequest): Behaviour => {
   const path = req.url.split("?")[0];
-  if (path === "/v1/pets") return req.method === "POST" ? json(201, PET) : json(200, `[${PET}]`);
+  if (path === "/v1/pets") return req.method === "POST" ? jsonAnswer(201, PET) : jsonAnswer(200, `[${PET}]`);
   if (path === "/v1/pets/13") return { kind: "reset-before-headers" };
-  if (path === "/v1/pets/404") return json(404, '{"code":"NOT_FOUND","message":"no such pet","status":404}');
-  return json(200, PET);
+  if (path === "/v1/pets/404")
+    return jsonAnswer(404, '{"code":"NOT_FOUND","message":"no such pet","status":404}');
+  return jsonAnswer(200, PET);
 };
 
 async function startPetBackend(): Promise<ProgrammableBackend> {

@@ -12,6 +12,7 @@ import { loadApiDescription } from "../src/openapi.ts";
 import type { OpsReport, PolicyInstance } from "../src/policy.ts";
 import {
   type Behaviour,
+  jsonAnswer,
   type ProgrammableBackend,
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
@@ -37,14 +38,6 @@ const UPSTREAM_ANSWERS = "http_client_request_duration_seconds_count";
 const pet = (id: number, status = "available", name = `Pet ${id}`) => ({ id, name, categoryId: 1, status });
 const pets = (count: number, status?: string) =>
   JSON.stringify(Array.from({ length: count }, (_, i) => pet(i + 1, status)));
-const json = (status: number, body: string, extra: Partial<Behaviour & { kind: "respond" }> = {}) =>
-  ({
-    kind: "respond",
-    status,
-    headers: { "content-type": "application/json" },
-    body,
-    ...extra,
-  }) as const satisfies Behaviour;
 
 interface WrongAnswer {
   readonly name: string;
@@ -62,7 +55,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "a field of the wrong type",
     path: "/pets",
-    answer: json(200, '[{"id":1,"name":"Rex","categoryId":"one","status":"available"}]'),
+    answer: jsonAnswer(200, '[{"id":1,"name":"Rex","categoryId":"one","status":"available"}]'),
     operation: "listPets",
     rule: "schema:type",
     pointer: "/0/categoryId",
@@ -70,7 +63,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "an animal without its id",
     path: "/pets/1",
-    answer: json(200, '{"name":"Rex","categoryId":1}'),
+    answer: jsonAnswer(200, '{"name":"Rex","categoryId":1}'),
     operation: "getPet",
     rule: "schema:required",
     pointer: "/id",
@@ -80,7 +73,7 @@ const WRONG: readonly WrongAnswer[] = [
     method: "POST",
     path: "/pets",
     body: '{"name":"Rex","categoryId":1}',
-    answer: json(201, '{"name":"Rex","categoryId":1,"status":"available"}'),
+    answer: jsonAnswer(201, '{"name":"Rex","categoryId":1,"status":"available"}'),
     operation: "createPet",
     rule: "schema:required",
     pointer: "/id",
@@ -88,7 +81,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "a 404 that is not an Error object",
     path: "/pets/99",
-    answer: json(404, '{"error":"not found"}'),
+    answer: jsonAnswer(404, '{"error":"not found"}'),
     operation: "getPet",
     rule: "schema:required",
     pointer: "/code",
@@ -98,7 +91,7 @@ const WRONG: readonly WrongAnswer[] = [
     method: "POST",
     path: "/pets",
     body: '{"name":"Rex","categoryId":1}',
-    answer: json(200, '{"id":5,"name":"Rex","categoryId":1}'),
+    answer: jsonAnswer(200, '{"id":5,"name":"Rex","categoryId":1}'),
     operation: "createPet",
     rule: "status",
     pointer: "",
@@ -106,7 +99,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "150 animals for limit=20",
     path: "/pets?limit=20",
-    answer: json(200, pets(150)),
+    answer: jsonAnswer(200, pets(150)),
     operation: "listPets",
     rule: "page-size",
     pointer: "/20",
@@ -114,7 +107,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "21 animals when limit is omitted (the document's default is 20)",
     path: "/pets",
-    answer: json(200, pets(21)),
+    answer: jsonAnswer(200, pets(21)),
     operation: "listPets",
     rule: "page-size",
     pointer: "/20",
@@ -122,7 +115,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "101 animals for limit=500 (clamped to 100)",
     path: "/pets?limit=500",
-    answer: json(200, pets(101)),
+    answer: jsonAnswer(200, pets(101)),
     operation: "listPets",
     rule: "page-size",
     pointer: "/100",
@@ -130,7 +123,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "an animal of the wrong status for a status filter",
     path: "/pets?status=sold",
-    answer: json(200, JSON.stringify([pet(1, "sold"), pet(2, "pending"), pet(3, "sold")])),
+    answer: jsonAnswer(200, JSON.stringify([pet(1, "sold"), pet(2, "pending"), pet(3, "sold")])),
     operation: "listPets",
     rule: "filter",
     pointer: "/1/status",
@@ -138,7 +131,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "another animal than the requested petId",
     path: "/pets/7",
-    answer: json(200, '{"id":8,"name":"Rex","categoryId":1}'),
+    answer: jsonAnswer(200, '{"id":8,"name":"Rex","categoryId":1}'),
     operation: "getPet",
     rule: "identity",
     pointer: "/id",
@@ -146,7 +139,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "an id that differs from petId only beyond 2^53",
     path: "/pets/9007199254740993",
-    answer: json(200, '{"id":9007199254740992,"name":"Rex","categoryId":1}'),
+    answer: jsonAnswer(200, '{"id":9007199254740992,"name":"Rex","categoryId":1}'),
     operation: "getPet",
     rule: "identity",
     pointer: "/id",
@@ -156,7 +149,7 @@ const WRONG: readonly WrongAnswer[] = [
     method: "POST",
     path: "/pets",
     body: '{"name":"Rex","categoryId":3,"status":"pending"}',
-    answer: json(201, '{"id":10,"name":"Max","categoryId":3,"status":"pending"}'),
+    answer: jsonAnswer(201, '{"id":10,"name":"Max","categoryId":3,"status":"pending"}'),
     operation: "createPet",
     rule: "echo",
     pointer: "/name",
@@ -166,7 +159,7 @@ const WRONG: readonly WrongAnswer[] = [
     method: "POST",
     path: "/pets",
     body: '{"name":"Rex","categoryId":1234567890123456789}',
-    answer: json(201, '{"id":11,"name":"Rex","categoryId":1234567890123456800}'),
+    answer: jsonAnswer(201, '{"id":11,"name":"Rex","categoryId":1234567890123456800}'),
     operation: "createPet",
     rule: "echo",
     pointer: "/categoryId",
@@ -176,7 +169,7 @@ const WRONG: readonly WrongAnswer[] = [
     method: "POST",
     path: "/pets",
     body: '{"name":"Rex","categoryId":3,"status":"sold"}',
-    answer: json(201, '{"id":12,"name":"Rex","categoryId":3,"status":"available"}'),
+    answer: jsonAnswer(201, '{"id":12,"name":"Rex","categoryId":3,"status":"available"}'),
     operation: "createPet",
     rule: "echo",
     pointer: "/status",
@@ -184,7 +177,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "a gzip body that breaks the schema",
     path: "/pets/1",
-    answer: json(200, '{"id":1,"name":7,"categoryId":1}', { gzip: true }),
+    answer: jsonAnswer(200, '{"id":1,"name":7,"categoryId":1}', { gzip: true }),
     operation: "getPet",
     rule: "schema:type",
     pointer: "/name",
@@ -192,7 +185,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "a body over the buffering cap",
     path: "/pets?limit=100",
-    answer: json(
+    answer: jsonAnswer(
       200,
       JSON.stringify(Array.from({ length: 100 }, (_, i) => pet(i + 1, "available", "x".repeat(400)))),
     ),
@@ -203,7 +196,7 @@ const WRONG: readonly WrongAnswer[] = [
   {
     name: "invalid JSON",
     path: "/pets",
-    answer: json(200, '[{"id":1,"name":"Rex",'),
+    answer: jsonAnswer(200, '[{"id":1,"name":"Rex",'),
     operation: "listPets",
     rule: "json",
     pointer: "",
@@ -326,7 +319,7 @@ describe("a gateway in front of a deliberately wrong backend", () => {
 
   test("a correct gzip answer passes decoded, with the Content-Length of what the client receives", async () => {
     const body = '{"id":1,"name":"Rex","categoryId":1,"status":"available"}';
-    backend.behave(() => json(200, body, { gzip: true }));
+    backend.behave(() => jsonAnswer(200, body, { gzip: true }));
     const before = backend.requests.length;
     const answer = await request(`${enforcing.url}/pets/1`, { key, headers: { "accept-encoding": "gzip" } });
     assert.equal(answer.status, 200);
@@ -340,7 +333,7 @@ describe("a gateway in front of a deliberately wrong backend", () => {
     test(`a ${status} with Retry-After is an upstream fault: passed through, never a violation, counted once`, async () => {
       const body = `{"code":"BUSY","message":"try later","status":${status}}`;
       backend.behave(() =>
-        json(status, body, { headers: { "content-type": "application/json", "retry-after": "7" } }),
+        jsonAnswer(status, body, { headers: { "content-type": "application/json", "retry-after": "7" } }),
       );
       for (const gw of [enforcing, reporting]) {
         const labels = { operation: "listPets", http_response_status_code: String(status) };
@@ -380,8 +373,8 @@ describe("a gateway in front of a deliberately wrong backend", () => {
   test("excerpts never carry key material, whatever the backend puts in its answer", async () => {
     backend.behave((req) =>
       req.url.endsWith("/2")
-        ? json(200, `{"id":2,"name":"${key}","categoryId":`)
-        : json(200, `{"id":1,"name":"${key}","secretToken":"hunter2hunter2","category":"cats"}`),
+        ? jsonAnswer(200, `{"id":2,"name":"${key}","categoryId":`)
+        : jsonAnswer(200, `{"id":1,"name":"${key}","secretToken":"hunter2hunter2","category":"cats"}`),
     );
     const missing = await request(`${reporting.url}/pets/1`, {
       key,
@@ -441,7 +434,7 @@ describe("modes per operation", () => {
   });
 
   test("an override enforces one operation while off leaves the others unread and uncounted", async () => {
-    backend.behave(() => json(200, '{"id":"x"}'));
+    backend.behave(() => jsonAnswer(200, '{"id":"x"}'));
     const enforced = await request(`${gw.url}/pets/1`, { key });
     assert.equal(enforced.status, 502);
     const before = backend.requests.length;
@@ -484,7 +477,7 @@ describe("the drift report's memory", () => {
       '[{"id":1,"name":"Rex","categoryId":1},{"id":2,"name":"Max","categoryId":"2"}]', // same again
     ];
     for (const body of answers) {
-      backend.behave(() => json(200, body));
+      backend.behave(() => jsonAnswer(200, body));
       assert.equal((await request(`${gw.url}/pets`, { key })).status, 200);
     }
     const drift = (await driftReport(gw)).operations.listPets;
