@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   type Behaviour,
   type ProgrammableBackend,
@@ -23,10 +24,9 @@ import {
   pipelinedRequest,
   rawExchange,
 } from "./hardening-kit.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
+import { eventually, GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
 
 const { file: keysFile, keys, key, keyOf } = writeKeysFile(["acme", "globex"]);
-const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
 
 interface GatewayProcess {
   readonly child: ChildProcess;
@@ -162,11 +162,13 @@ describe("graceful shutdown of the gateway process", () => {
     });
     idle.on("error", () => {});
     idle.write(`GET /v1/pets HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${key}\r\n\r\n`);
-    while (parseResponses(idleText).length === 0) await sleep(10);
+    await eventually("the answer on the idle connection", () => parseResponses(idleText).length > 0);
     assert.equal(parseResponses(idleText)[0]?.status, 200);
 
     const inFlight = get(`${gw.url}/pets/5`);
-    while (!backend.requests.some((r) => r.url === "/v1/pets/5")) await sleep(10);
+    await eventually("the slow request at the backend", () =>
+      backend.requests.some((r) => r.url === "/v1/pets/5"),
+    );
     const signalledAt = performance.now();
     gw.child.kill("SIGTERM");
 
@@ -213,7 +215,7 @@ describe("graceful shutdown of the gateway process", () => {
     });
     const seen = backend.requests.length;
     const hanging = get(`${gw.url}/pets/6`);
-    while (backend.requests.length === seen) await sleep(10);
+    await eventually("the hanging request at the backend", () => backend.requests.length > seen);
     gw.child.kill("SIGTERM");
     await sleep(200);
     const secondAt = performance.now();
@@ -232,7 +234,7 @@ describe("graceful shutdown of the gateway process", () => {
     });
     const seen = backend.requests.length;
     void get(`${gw.url}/pets/6`);
-    while (backend.requests.length === seen) await sleep(10);
+    await eventually("the hanging request at the backend", () => backend.requests.length > seen);
     const signalledAt = performance.now();
     gw.child.kill("SIGTERM");
     const { code, at } = await gw.exited;

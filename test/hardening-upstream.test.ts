@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import {
   assertNoSecrets,
@@ -16,7 +17,6 @@ import {
 import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
 const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
-const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
 
 interface Outcome {
   readonly startedAt: number;
