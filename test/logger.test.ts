@@ -56,7 +56,7 @@ async function logBurst(turns: number, linesPerTurn: number, shared = false): Pr
   return JSON.parse(stderr) as Burst;
 }
 
-test("a busy gateway's access lines do not pile up in memory when the process has stdout to itself", async () => {
+test("a busy gateway's access lines do not pile up in memory when the process has stdout to itself", async (t) => {
   // 100 turns of the event loop with 40 lines each (~11 KB a turn, as 40 busy connections make).
   // The fixture lets every turn complete one write, as an idle machine does, so what is left is a
   // matter of bytes, not of this machine's speed today: at 16 KiB a write, a turn's lines leave
@@ -71,6 +71,7 @@ test("a busy gateway's access lines do not pile up in memory when the process ha
   assert.ok(alone.pending < 64 * 1024, `${alone.pending} bytes still buffered`);
   // The same burst as a worker logs it: the measure tells a draining destination from a growing one.
   const shared = await logBurst(turns, 40, true);
+  t.diagnostic(`alone on stdout: ${JSON.stringify(alone)}; shared: ${JSON.stringify(shared)}`);
   assert.ok(shared.pending > 8 * 64 * 1024, `only ${shared.pending} bytes buffered with 4 KiB writes`);
 });
 
