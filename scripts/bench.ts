@@ -994,11 +994,13 @@ async function rssScenario(backendUrl: string, backendOrigin: string, keysFile: 
     await stop(child);
     process.stderr.write(".");
   }
+  // The target is for the gateway as npm start runs it; Node's defaults are shown for comparison.
   const verdicts = Object.entries(result)
     .filter(([name]) => name.startsWith("gateway"))
-    .map(
-      ([name, f]) =>
-        `${f.peakMB < 150 ? "MET" : "MISSED"}: ${name} peak RSS ${f.peakMB.toFixed(1)} MB (target < 150 MB)`,
+    .map(([name, f]) =>
+      name === "gateway"
+        ? `${f.peakMB < 150 ? "MET" : "MISSED"}: ${name} peak RSS ${f.peakMB.toFixed(1)} MB (target < 150 MB)`
+        : `for comparison, not what npm start runs: ${name} peak RSS ${f.peakMB.toFixed(1)} MB`,
     );
   return {
     connections: settings.rssConnections,
