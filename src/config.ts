@@ -29,6 +29,8 @@ export interface GatewayConfig {
     readonly maxSockets: number;
     readonly maxFreeSockets: number;
     readonly idleSocketTimeoutMs: number;
+    /** Without traffic, how often a TCP connect tells whether the backend is reachable (0: never). */
+    readonly probeIntervalMs: number;
   };
   readonly server: {
     readonly keepAliveTimeoutMs: number;
@@ -82,6 +84,7 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
         maxFreeSockets: { type: "integer", minimum: 0, maximum: 65_536, default: 256 },
         // Below Node's own 5 s server keep-alive, so the gateway drops an idle socket first.
         idleSocketTimeoutMs: { ...MILLISECONDS, default: 4000 },
+        probeIntervalMs: { type: "integer", minimum: 0, maximum: 86_400_000, default: 10_000 },
       }),
       server: section({
         // Above the 60 s idle timeout of common load balancers, so they close first.

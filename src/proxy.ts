@@ -2,6 +2,7 @@
 // own base path honoured, and the gateway's own deadline. Faults are classified here and handed
 // back to the pipeline; nothing here writes to the client.
 import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import net from "node:net";
 import { Readable } from "node:stream";
 import { createProxyServer } from "http-proxy-3";
 import type { GatewayConfig } from "./config.ts";
@@ -58,6 +59,38 @@ export function createUpstream(
   // The one retry goes out on a new connection: when the backend dropped one idle socket (a
   // restart, its own idle timeout), the others in the pool are likely stale too.
   const retryAgent = new http.Agent({ keepAlive: false, maxSockets: options.maxSockets });
+
+  // gateway_upstream_up follows the requests; without any, a TCP connect at start-up and then
+  // once per interval keeps it true (a gauge reading 0 on every idle replica would page someone).
+  let forwardedSinceProbe = false;
+  let probing: net.Socket | undefined;
+  let closed = false;
+  const probe = () => {
+    if (probing || closed) return;
+    const socket = net.connect({
+      host: target.hostname.replace(/^\[|\]$/g, ""),
+      port: Number(target.port) || (target.protocol === "https:" ? 443 : 80),
+    });
+    probing = socket;
+    socket.unref();
+    socket.setTimeout(options.connectTimeoutMs, () => socket.destroy(new Error("connect timeout")));
+    socket.once("connect", () => {
+      handlers.onConnected(true);
+      socket.destroy();
+    });
+    socket.once("error", () => handlers.onConnected(false));
+    socket.once("close", () => {
+      probing = undefined;
+    });
+  };
+  const prober =
+    options.probeIntervalMs > 0
+      ? setInterval(() => {
+          if (!forwardedSinceProbe) probe();
+          forwardedSinceProbe = false;
+        }, options.probeIntervalMs).unref()
+      : undefined;
+  if (prober) setImmediate(probe);
   const proxy = createProxyServer({
     target,
     agent,
@@ -165,6 +198,7 @@ export function createUpstream(
         body,
       };
       (exchange as WithInFlight)[IN_FLIGHT] = flight;
+      forwardedSinceProbe = true;
       flight.deadline = setTimeout(onDeadline, options.timeoutMs, exchange);
       exchange.upstreamStartedAt = performance.now();
       send(exchange, flight);
@@ -176,6 +210,9 @@ export function createUpstream(
       flight.proxyReq?.destroy();
     },
     close() {
+      closed = true;
+      clearInterval(prober);
+      probing?.destroy();
       agent.destroy();
       retryAgent.destroy();
       proxy.close();

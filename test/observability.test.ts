@@ -16,6 +16,7 @@ import {
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
 import {
+  eventually,
   GATEWAY_PROGRAM,
   PROJECT_ROOT,
   parsePrometheus,
@@ -413,6 +414,29 @@ describe("health", () => {
       const answer = await request(`${gw.url}/pets`, { key: acme });
       assert.equal(answer.status, 200);
       assert.equal(answer.headers.connection, "close");
+    } finally {
+      await gw.close();
+      await backend.close();
+    }
+  });
+
+  test("whether the backend is reachable is known before the first request and followed while no traffic comes", async () => {
+    const backend = await startProgrammableBackend();
+    const gw = await startGateway({
+      upstreamUrl: backend.url,
+      config: { upstream: { probeIntervalMs: 100 }, policies: { auth: { keysFile } } },
+    });
+    try {
+      await eventually("gateway_upstream_up reads 1 with no request sent", async () => {
+        return sampleValue(await scrape(gw), "gateway_upstream_up") === 1;
+      });
+      // A connect, not a request: the backend has nothing to answer or log.
+      assert.equal(backend.requests.length, 0);
+      await backend.close();
+      await eventually("gateway_upstream_up reads 0 once the idle backend went away", async () => {
+        return sampleValue(await scrape(gw), "gateway_upstream_up") === 0;
+      });
+      assert.equal((await request(`${gw.opsUrl}/readyz`)).status, 200);
     } finally {
       await gw.close();
       await backend.close();
