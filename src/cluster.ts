@@ -150,9 +150,10 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   const { logger, flush } = log;
   // The primary compiles the document and loads the keys itself: a broken setup fails once,
   // before any worker starts, and the policies' reports have their merge and render here. Its
-  // metrics are its own and never exposed: the workers' are the gateway's.
+  // metrics are its own and never exposed: the workers' are the gateway's (so it does not probe
+  // the backend for gateway_upstream_up either).
   const gateway = createGateway({
-    config,
+    config: { ...config, upstream: { ...config.upstream, probeIntervalMs: 0 } },
     policies,
     upstreamUrl: setup.upstreamUrl,
     environment: setup.environment,
