@@ -126,7 +126,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       res,
       url: req.url ?? "",
       requestId:
-        typeof requestIdHeader === "string" && SANE_REQUEST_ID.test(requestIdHeader)
+        typeof requestIdHeader === "string" &&
+        SANE_REQUEST_ID.test(requestIdHeader) &&
+        !isOwnCredential(requestIdHeader, req.headers.authorization)
           ? requestIdHeader
           : randomUUID(),
       startedAt: performance.now(),
@@ -677,11 +679,24 @@ function normalizeAddress(address: string): string {
 
 // A key pasted into the query string (?api_key=…) is refused, but its line must not keep it.
 const CREDENTIAL_QUERY = /([?&][^=&]*(?:key|token|auth|secret|password|signature)[^=&]*=)[^&]*/gi;
+// A key pasted anywhere else in the target (?status=<key>, /pets/<key>): long runs mixing letters
+// and digits are what keys look like, and nothing of this interface's paths (ids are digits).
+const TOKEN_SHAPED = /[A-Za-z0-9_.~+-]{24,}/g;
+const LETTER = /[A-Za-z]/;
+const DIGIT = /[0-9]/;
 
-/** The request target for the log: bounded in length, with credential-looking query values redacted. */
+/** The request target for the log: bounded in length, with key material redacted. */
 function loggedPath(url: string): string {
-  const text = url.length > 256 ? `${url.slice(0, 256)}…` : url;
-  return text.includes("?") ? text.replace(CREDENTIAL_QUERY, "$1[redacted]") : text;
+  let text = url.length > 256 ? `${url.slice(0, 256)}…` : url;
+  if (text.includes("?")) text = text.replace(CREDENTIAL_QUERY, "$1[redacted]");
+  // Shorter targets cannot hold a run that long: most lines skip the scan.
+  if (text.length < 24) return text;
+  return text.replace(TOKEN_SHAPED, (run) => (LETTER.test(run) && DIGIT.test(run) ? "[redacted]" : run));
+}
+
+/** A request id that repeats the request's own key (or a part of it that long) would log the key. */
+function isOwnCredential(requestId: string, authorization: string | undefined): boolean {
+  return authorization !== undefined && requestId.length >= 8 && authorization.includes(requestId);
 }
 
 function round(ms: number): number {

@@ -78,9 +78,17 @@ describe("secret hygiene", () => {
       `/pets?apiKey=${key}`,
     ];
     for (const path of pasted) assert.equal((await send(path, { key: other })).status, 400, path);
+    // Under names that say nothing of keys, and in the path: refused as values, and not logged.
+    for (const path of [`/pets?status=${key}`, `/pets?limit=5&status=${key}`, `/pets/${key}`]) {
+      assert.equal((await send(path, { key: other })).status, 400, path);
+    }
     for (const headers of [{ "x-api-key": key }, { cookie: `session=${key}` }]) {
       assert.equal((await send("/pets", { key: other, headers })).status, 200);
     }
+    // As the request id, next to itself in Authorization: the gateway makes a request id of its own.
+    const echoed = await send("/pets", { key, headers: { "x-request-id": key } });
+    assert.equal(echoed.status, 200);
+    assert.notEqual(echoed.headers["x-request-id"], key);
     for (const body of [
       JSON.stringify({ name: key, categoryId: 1 }),
       JSON.stringify({ name: "Rex", categoryId: key }),
