@@ -40,22 +40,26 @@ export interface LoggerOptions {
 const PIPE_BUF = 4096;
 
 /**
- * The asynchronous stdout destination. It has one write in flight at a time, of at most maxWrite
- * bytes, and the next one starts when the event loop comes round: so it drains at most maxWrite
- * bytes per turn of the loop, and lines logged faster than that wait in memory, without bound.
- * Several processes sharing stdout (usually a pipe) need writes of at most PIPE_BUF, which a
- * pipe keeps whole, and SonicBoom starts every write at a line boundary, so the lines of two
- * workers never interleave: about a dozen access lines (~300 bytes) a turn. A process alone on
- * its stdout has nothing to interleave with and takes SonicBoom's own default, 16 KiB, about 55
- * lines a turn: a busy gateway with 50 connections at full load stays flat instead of growing
- * (measured: +4.5 MB/s at 4096). Not more: SonicBoom measures its last buffer on every line, so
- * a bigger one costs CPU that grows with it (15.6 us a line at 1 MiB and 200 lines a turn).
- * The periodic flush keeps a quiet gateway's lines from waiting in the buffer.
+ * The stdout destination. Alone on its stdout, the process writes asynchronously: one write in
+ * flight at a time, of at most maxWrite bytes, the next one when the event loop comes round, so
+ * it drains at most maxWrite bytes a turn and lines logged faster than that wait in memory. At
+ * SonicBoom's own default, 16 KiB (about 55 access lines a turn), a busy gateway with 50
+ * connections at full load stays flat (measured: +4.5 MB/s at 4096). Not more: SonicBoom measures
+ * its last buffer on every line, so a bigger one costs CPU that grows with it (15.6 us a line at
+ * 1 MiB and 200 lines a turn).
+ *
+ * Workers share stdout (usually a pipe) and need writes of at most PIPE_BUF, which a pipe keeps
+ * whole; SonicBoom starts every write at a line boundary, so lines of two workers never
+ * interleave. Asynchronous, that is a dozen lines a turn, and a worker at full load grew by
+ * 1.2 MB/s (130 -> 167 MB in 30 s, WORKERS=2, 100 connections). So a worker writes synchronously
+ * once 2 KiB of lines are waiting, in writes of at most PIPE_BUF: its buffer stays under a few KiB,
+ * and a log reader that cannot keep up slows the worker down (SonicBoom retries a full pipe)
+ * instead of growing its memory. The periodic flush keeps a quiet gateway's lines from waiting.
  */
 export function destinationOptions(sharedStdout: boolean) {
   return {
     dest: 1,
-    sync: false,
+    sync: sharedStdout,
     minLength: 2048,
     maxWrite: sharedStdout ? PIPE_BUF : 16 * 1024,
     periodicFlush: 500,

@@ -41,9 +41,11 @@ interface Burst {
 }
 
 /** Runs test/fixtures/log-burst.ts with its stdout on /dev/null; resolves with what it measured. */
-async function logBurst(turns: number, linesPerTurn: number, shared = false): Promise<Burst> {
-  const args = ["test/fixtures/log-burst.ts", String(turns), String(linesPerTurn)];
-  const child = spawn(process.execPath, shared ? [...args, "shared"] : args, {
+type BurstDestination = "alone" | "shared" | "shared-async";
+
+async function logBurst(turns: number, linesPerTurn: number, destination: BurstDestination): Promise<Burst> {
+  const args = ["test/fixtures/log-burst.ts", String(turns), String(linesPerTurn), destination];
+  const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
     stdio: ["ignore", openSync("/dev/null", "w"), "pipe"],
   });
@@ -56,26 +58,33 @@ async function logBurst(turns: number, linesPerTurn: number, shared = false): Pr
   return JSON.parse(stderr) as Burst;
 }
 
-test("a busy gateway's access lines do not pile up in memory when the process has stdout to itself", async (t) => {
+test("a busy gateway's access lines do not pile up in memory, alone on stdout or as a worker sharing it", async (t) => {
   // 100 turns of the event loop with 40 lines each (~11 KB a turn, as 40 busy connections make).
-  // The fixture lets every turn complete one write, as an idle machine does, so what is left is a
-  // matter of bytes, not of this machine's speed today: at 16 KiB a write, a turn's lines leave
-  // with the next write and at most about one turn's worth waits (11 KB; 64 KiB leaves room for
-  // longer lines); at 4096 bytes a write, as workers sharing a pipe must, 7 KB more stay behind
-  // every turn, some 700 KB at the end.
+  // The fixture lets every turn complete one asynchronous write, as an idle machine does, so what
+  // is left is a matter of bytes, not of this machine's speed today: at 16 KiB a write, a turn's
+  // lines leave with the next write and at most about one turn's worth waits (11 KB; 64 KiB
+  // leaves room for longer lines). A worker writes synchronously once 2 KiB wait: a few KiB at most.
   const turns = 100;
-  const alone = await logBurst(turns, 40);
+  const alone = await logBurst(turns, 40, "alone");
   assert.ok(alone.loggedBytes > 1_000_000, `only ${alone.loggedBytes} bytes logged`);
   assert.ok(alone.writes >= turns, `${alone.writes} writes in ${turns} turns`);
   assert.ok(alone.maxPending < 64 * 1024, `${alone.maxPending} bytes buffered after a turn`);
   assert.ok(alone.pending < 64 * 1024, `${alone.pending} bytes still buffered`);
-  // The same burst as a worker logs it: the measure tells a draining destination from a growing one.
-  const shared = await logBurst(turns, 40, true);
-  t.diagnostic(`alone on stdout: ${JSON.stringify(alone)}; shared: ${JSON.stringify(shared)}`);
-  assert.ok(shared.pending > 8 * 64 * 1024, `only ${shared.pending} bytes buffered with 4 KiB writes`);
+  const shared = await logBurst(turns, 40, "shared");
+  assert.ok(shared.loggedBytes > 1_000_000, `only ${shared.loggedBytes} bytes logged`);
+  assert.ok(shared.maxPending < 8 * 1024, `${shared.maxPending} bytes buffered after a turn, as a worker`);
+  // The control: asynchronous writes of 4096 bytes, as workers made before, leave 7 KB more
+  // behind every turn, some 700 KB at the end: the measure tells a draining destination from a
+  // growing one.
+  const asyncShared = await logBurst(turns, 40, "shared-async");
+  t.diagnostic(
+    `alone: ${JSON.stringify(alone)}; worker: ${JSON.stringify(shared)}; asynchronous 4 KiB writes: ${JSON.stringify(asyncShared)}`,
+  );
+  assert.ok(asyncShared.pending > 8 * 64 * 1024, `only ${asyncShared.pending} bytes buffered`);
 });
 
 test("with workers sharing stdout every write stays within PIPE_BUF, so lines never interleave", () => {
   assert.equal(destinationOptions(true).maxWrite, 4096);
+  assert.equal(destinationOptions(true).sync, true);
   assert.ok(destinationOptions(false).maxWrite > 4096);
 });
