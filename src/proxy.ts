@@ -2,8 +2,10 @@
 // own base path honoured, and the gateway's own deadline. Faults are classified here and handed
 // back to the pipeline; nothing here writes to the client.
 import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import https from "node:https";
 import net from "node:net";
 import { Readable } from "node:stream";
+import tls from "node:tls";
 import { createProxyServer } from "http-proxy-3";
 import type { GatewayConfig } from "./config.ts";
 import type { Exchange } from "./policy.ts";
@@ -49,7 +51,9 @@ export function createUpstream(
 ): Upstream {
   const target = new URL(url);
   target.pathname = target.pathname.replace(/\/+$/, "");
-  const agent = new http.Agent({
+  // An https backend needs TLS sockets: http-proxy-3 refuses a plain agent for it, on every request.
+  const Agent = target.protocol === "https:" ? https.Agent : http.Agent;
+  const agent = new Agent({
     keepAlive: true,
     maxSockets: options.maxSockets,
     maxFreeSockets: options.maxFreeSockets,
@@ -58,27 +62,40 @@ export function createUpstream(
   });
   // The one retry goes out on a new connection: when the backend dropped one idle socket (a
   // restart, its own idle timeout), the others in the pool are likely stale too.
-  const retryAgent = new http.Agent({ keepAlive: false, maxSockets: options.maxSockets });
+  const retryAgent = new Agent({ keepAlive: false, maxSockets: options.maxSockets });
 
-  // gateway_upstream_up follows the requests; without any, a TCP connect at start-up and then
-  // once per interval keeps it true (a gauge reading 0 on every idle replica would page someone).
+  // gateway_upstream_up follows the requests; without any, a connect at start-up and then once
+  // per interval keeps it true (a gauge reading 0 on every idle replica would page someone). For
+  // an https backend the probe completes the TLS handshake, as a request must.
   let forwardedSinceProbe = false;
   let probing: net.Socket | undefined;
   let closed = false;
+  // A request's outcome is newer than that of a probe that started before it: the probe's is dropped.
+  let outcomes = 0;
+  const connected = (ok: boolean) => {
+    outcomes++;
+    handlers.onConnected(ok);
+  };
+  const host = target.hostname.replace(/^\[|\]$/g, "");
+  const secure = target.protocol === "https:";
+  const port = Number(target.port) || (secure ? 443 : 80);
   const probe = () => {
     if (probing || closed) return;
-    const socket = net.connect({
-      host: target.hostname.replace(/^\[|\]$/g, ""),
-      port: Number(target.port) || (target.protocol === "https:" ? 443 : 80),
-    });
+    const startedAfter = outcomes;
+    const settle = (ok: boolean) => {
+      if (outcomes === startedAfter) connected(ok);
+    };
+    const socket = secure
+      ? tls.connect({ host, port, ...(net.isIP(host) === 0 ? { servername: host } : {}) })
+      : net.connect({ host, port });
     probing = socket;
     socket.unref();
     socket.setTimeout(options.connectTimeoutMs, () => socket.destroy(new Error("connect timeout")));
-    socket.once("connect", () => {
-      handlers.onConnected(true);
+    socket.once(secure ? "secureConnect" : "connect", () => {
+      settle(true);
       socket.destroy();
     });
-    socket.once("error", () => handlers.onConnected(false));
+    socket.once("error", () => settle(false));
     socket.once("close", () => {
       probing = undefined;
     });
@@ -126,7 +143,7 @@ export function createUpstream(
       return;
     }
     exchange[IN_FLIGHT].responding = true;
-    handlers.onConnected(true);
+    connected(true);
     handlers.onResponse(exchange, proxyRes);
   });
 
@@ -136,7 +153,7 @@ export function createUpstream(
     if (!isLive(exchange)) return;
     const flight = exchange[IN_FLIGHT];
     const code = (error as NodeJS.ErrnoException).code ?? "";
-    if (code === "ECONNECT_TIMEOUT" || CONNECT_FAILURES.has(code)) handlers.onConnected(false);
+    if (code === "ECONNECT_TIMEOUT" || CONNECT_FAILURES.has(code) || isTlsFailure(code)) connected(false);
     // A kept-alive socket the backend closed just as we reused it, before any byte of an answer:
     // an idempotent request is safe to send once more, on a fresh socket. Never a POST.
     if (
@@ -180,7 +197,7 @@ export function createUpstream(
   };
 
   const send = (exchange: Exchange, flight: InFlight) => {
-    const options: { buffer?: Readable; agent?: http.Agent } = {};
+    const options: { buffer?: Readable; agent?: http.Agent | https.Agent } = {};
     if (flight.body !== undefined) options.buffer = Readable.from([flight.body]);
     if (flight.retried) options.agent = retryAgent;
     proxy.web(exchange.req, exchange.res as ServerResponse, options, onError);
@@ -233,6 +250,16 @@ function settle(exchange: Exchange, flight: InFlight): void {
   if (flight.deadline) clearTimeout(flight.deadline);
   flight.deadline = undefined;
   exchange.upstreamEndedAt = performance.now();
+}
+
+/** A certificate the gateway does not trust, or no TLS to agree on: the backend is not reached. */
+function isTlsFailure(code: string): boolean {
+  return (
+    code.startsWith("ERR_TLS_") ||
+    code.startsWith("ERR_SSL_") ||
+    code.includes("CERT") ||
+    code === "UNABLE_TO_VERIFY_LEAF_SIGNATURE"
+  );
 }
 
 /** True while an event of the exchange's backend request can still change anything. */

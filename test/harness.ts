@@ -363,12 +363,19 @@ export async function startGatewayProcess(env: Record<string, string> = {}): Pro
       };
       waiters.add(waiter);
     });
-  const listening = await Promise.race([
-    waitFor((line) => line.msg === "gateway listening"),
-    exited.then(([code]) => {
-      throw new Error(`the gateway exited with ${code}: ${stderr}`);
-    }),
-  ]);
+  let listening: Record<string, unknown>;
+  try {
+    listening = await Promise.race([
+      waitFor((line) => line.msg === "gateway listening"),
+      exited.then(([code]) => {
+        throw new Error(`the gateway exited with ${code}: ${stderr}`);
+      }),
+    ]);
+  } catch (error) {
+    // A gateway that never said it listens must not outlive the test (it would hold the run open).
+    child.kill("SIGKILL");
+    throw error;
+  }
   // The demo's how-to-call line (with the key) goes to stderr.
   for (
     let waited = 0;
