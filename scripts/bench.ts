@@ -13,13 +13,15 @@
 // rounds, scripts/bench/must-do.ts measures alone the work no gateway with these policies can skip
 // (parsing and checking the answer, the key's digest, a histogram, an access line): with the bare
 // proxy's CPU per request it gives each scenario's ceiling, the best gateway/bare reachable at all.
+// The page scenarios also run "bare-check": the bare proxy holding and checking every answer as
+// enforce mode must, and nothing else; its ratio to the bare proxy is that bound, measured.
 // Other flags: --rounds N --duration S --connections N --rate N --loader wrk|autocannon
 // --backend static|demo --no-nginx --only list20,list100,create,getPet,keys,rate,rss
 // --compare GIT_REF: also runs the gateway as it was at GIT_REF, as one more target in the same
 // rounds, so that a change to the gateway is measured against its predecessor on equal terms.
 // --compare-flags="NODE FLAGS": the same, for the gateway of this tree started with other Node
 // flags (e.g. "--max-semi-space-size=8").
-// --targets direct,nginx,bare,gateway,gateway-nocontract,compare: run only these targets in
+// --targets direct,nginx,bare,bare-check,gateway,gateway-nocontract,compare: run only these targets in
 // the throughput and fixed-rate scenarios (an A/B of two gateways: --targets gateway,compare).
 import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -691,6 +693,8 @@ interface ScenarioResult {
   readonly rounds: number;
   readonly durationS: number;
   readonly targets: Record<string, TargetFigures>;
+  /** The work its requests cannot skip, measured alone (scripts/bench/must-do.ts), in µs. */
+  readonly mustDoUs?: number | undefined;
   /** Named ratios (median of the per-round ratios) and differences. */
   readonly ratios: Record<string, number>;
   readonly verdicts: readonly string[];
@@ -808,36 +812,56 @@ async function throughputScenario(
     ratio(`gateway/${compared}`, "gateway", compared, rpsRatio);
     ratio(`cpu per request gateway/${compared}`, "gateway", compared, cpuRatio);
   }
-  // The best gateway/bare a gateway doing only the work it cannot skip could reach: throughput
-  // follows CPU per request here (the proxy is the busy process), so bare / (bare + floor).
+  // Measured: the bare proxy holding and checking each answer, and nothing else.
+  ratio("bare-check/bare", "bare-check", "bare", rpsRatio);
+  ratio("cpu per request bare-check/bare", "bare-check", "bare", cpuRatio);
+  // Modelled: the best gateway/bare a gateway doing only the work it cannot skip could reach.
+  // Throughput follows CPU per request here (the proxy is the busy process): bare / (bare + floor).
   const bareCpu = median((runs.bare ?? []).map((run) => run.cpuUs ?? Number.NaN));
   const floor = mustDo?.[id];
-  if (floor !== undefined && Number.isFinite(bareCpu)) {
-    const floorUs = Object.values(floor).reduce((sum, us) => sum + us, 0);
-    ratios["must-do work alone (us/req)"] = floorUs;
-    ratios["ceiling gateway/bare"] = bareCpu / (bareCpu + floorUs);
+  const mustDoUs = floor === undefined ? undefined : Object.values(floor).reduce((sum, us) => sum + us, 0);
+  if (mustDoUs !== undefined && Number.isFinite(bareCpu) && bareCpu > 0) {
+    ratios["ceiling gateway/bare"] = bareCpu / (bareCpu + mustDoUs);
   }
   const verdicts: string[] = [];
   const r = ratios["gateway/bare"];
   if (goal !== undefined && r !== undefined) {
-    const ceiling = ratios["ceiling gateway/bare"];
-    const reach =
-      ceiling === undefined
-        ? ""
-        : ceiling < goal
-          ? `; out of reach: even the must-do work alone allows at most ${ceiling.toFixed(2)}`
-          : `; the must-do work alone would allow up to ${ceiling.toFixed(2)}`;
     verdicts.push(
-      `${r >= goal ? "MET" : "MISSED"}: gateway/bare ${r.toFixed(2)} (target >= ${goal})${reach}`,
+      `${r >= goal ? "MET" : "MISSED"}: gateway/bare ${r.toFixed(2)} (target >= ${goal})${reachOf(goal, ratios["bare-check/bare"], ratios["ceiling gateway/bare"])}`,
     );
   }
   return {
     id,
     title,
     ...measuredUnder(spec, load, settings.rounds, runs),
+    mustDoUs,
     ratios,
     verdicts,
   };
+}
+
+/** Below the target by more than this, a measured or modelled bound says "out of reach"; nearer, "at the edge". */
+const NOISE = 0.03;
+
+/**
+ * What the bounds say of a target: the measured one first (a proxy doing nothing but hold and
+ * check each answer, with the same http-proxy-3, JSON.parse and ajv), then the modelled ceiling.
+ */
+function reachOf(goal: number, bareCheck: number | undefined, ceiling: number | undefined): string {
+  const finite = (x: number | undefined): x is number => x !== undefined && Number.isFinite(x);
+  if (finite(bareCheck) && bareCheck < goal - NOISE) {
+    return `; out of reach with http-proxy-3: holding and checking each answer alone (bare-check) gives ${bareCheck.toFixed(2)}`;
+  }
+  if (finite(ceiling) && ceiling < goal - NOISE) {
+    return `; out of reach: the must-do work alone allows at most ${ceiling.toFixed(2)}`;
+  }
+  const bounds = [
+    finite(bareCheck) ? `bare-check/bare ${bareCheck.toFixed(2)}` : undefined,
+    finite(ceiling) ? `ceiling ${ceiling.toFixed(2)}` : undefined,
+  ].filter((text) => text !== undefined);
+  if (bounds.length === 0) return "";
+  const near = [bareCheck, ceiling].some((x) => finite(x) && x < goal + NOISE);
+  return `; ${near ? "at the edge" : "within reach"}: ${bounds.join(", ")}`;
 }
 
 async function keysScenario(oneKey: Target, manyKeys: Target, reference: Target): Promise<ScenarioResult> {
@@ -1031,6 +1055,7 @@ function printScenario(result: ScenarioResult): void {
       `  ${name.padEnd(20)}${thousands(f.rps).padStart(10)}${fmt(f.p50, 2).padStart(9)}${fmt(f.p99, 2).padStart(9)}${fmt(f.cpuUs, 0).padStart(12)}`,
     );
   }
+  if (result.mustDoUs !== undefined) lines.push(`  must-do work alone: ${fmt(result.mustDoUs, 2)} us/req`);
   for (const [name, value] of Object.entries(result.ratios)) lines.push(`  ${name}: ${fmt(value, 3)}`);
   for (const verdict of result.verdicts) lines.push(`  ${verdict}`);
   process.stdout.write(`${lines.join("\n")}\n`);
@@ -1108,6 +1133,20 @@ async function main(): Promise<void> {
   ]);
   const barePid = bareProcess.child.pid as number;
   const bare: Target = { name: "bare", origin: bareProcess.url, pids: () => [barePid] };
+  const checkProcess = chosen("bare-check")
+    ? await startNode("checking bare proxy", [
+        "scripts/bench/bare-proxy.ts",
+        "--target",
+        backendOrigin,
+        "--check",
+      ])
+    : undefined;
+  const checkPid = checkProcess?.child.pid as number;
+  const bareCheck: Target | undefined = checkProcess && {
+    name: "bare-check",
+    origin: checkProcess.url,
+    pids: () => [checkPid],
+  };
   const oneKeyFile = join(work, "keys-1.json");
   writeKeys(oneKeyFile, 1);
   const gateway = await startGateway("gateway", backend.url, oneKeyFile);
@@ -1140,7 +1179,13 @@ async function main(): Promise<void> {
     (wanted("list20") || wanted("list100")) && chosen("gateway-nocontract")
       ? await startGateway("gateway-nocontract", backend.url, oneKeyFile, [], ROOT, "off")
       : undefined;
-  const pages = withoutContract ? [...proxies, withoutContract] : proxies;
+  // The page scenarios carry the targets: with them run the checking bare proxy (the measured
+  // bound) and the gateway without its contract (the contract's own cost).
+  const pages = [
+    ...proxies,
+    ...(bareCheck ? [bareCheck] : []),
+    ...(withoutContract ? [withoutContract] : []),
+  ];
   await run("list20", () =>
     throughputScenario("list20", "GET /v1/pets, a 20-animal page", REQUESTS.list20, pages, direct, 0.9),
   );
