@@ -84,7 +84,10 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
         maxFreeSockets: { type: "integer", minimum: 0, maximum: 65_536, default: 256 },
         // Below Node's own 5 s server keep-alive, so the gateway drops an idle socket first.
         idleSocketTimeoutMs: { ...MILLISECONDS, default: 4000 },
-        probeIntervalMs: { type: "integer", minimum: 0, maximum: 86_400_000, default: 10_000 },
+        probeIntervalMs: {
+          anyOf: [{ const: 0 }, { type: "integer", minimum: 100, maximum: 86_400_000 }],
+          default: 10_000,
+        },
       }),
       server: section({
         // Above the 60 s idle timeout of common load balancers, so they close first.
@@ -244,6 +247,7 @@ function deepFreeze<T>(value: T): T {
 function projectRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
     if (existsSync(resolve(dir, "package.json"))) return dir;
-    if (dirname(dir) === dir) return resolve(from, "..");
+    if (dirname(dir) === dir)
+      throw new Error(`no package.json above ${from}: the gateway runs from its project`);
   }
 }

@@ -148,7 +148,7 @@ export function createMetrics(options: { readonly defaultMetrics: boolean }): Me
     }),
     upstreamUp: new Gauge({
       name: "gateway_upstream_up",
-      help: "1 when the last attempt to reach the backend connected, 0 when it failed: a request's, or without traffic the connect probe (at start-up and every upstream.probeIntervalMs)",
+      help: "1 when the last attempt to reach the backend connected, 0 when it failed (or none was made yet): a request's, or without traffic the connect probe (at start-up and every upstream.probeIntervalMs)",
       // Over several workers: up when any worker's last attempt connected.
       aggregator: "max",
       registers,

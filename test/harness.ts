@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -12,16 +12,31 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
 import policies from "../policies/index.ts";
-import { startCommand } from "../scripts/start-command.ts";
+import { buildForStart, startCommand } from "../scripts/start-command.ts";
 import { type GatewayConfig, validateConfig } from "../src/config.ts";
 import { buildGateway, type Gateway } from "../src/gateway.ts";
 import { createLogger } from "../src/logger.ts";
 import type { AnyPolicyDefinition } from "../src/policy.ts";
 
 export const PROJECT_ROOT = resolve(import.meta.dirname, "..");
-/** Node's arguments for the gateway program as `npm start` runs it: its flags, then the build's entry (`npm test` builds first). */
+/** Node's arguments for the gateway program as `npm start` runs it: its flags, then the build's entry. */
 const started = startCommand(PROJECT_ROOT);
 export const GATEWAY_PROGRAM: readonly string[] = [...started.nodeFlags, started.entry];
+
+// `npm test` builds first. A test file run alone after an edit builds here, so that it never
+// starts an older program than the sources it reads.
+{
+  const entry = join(PROJECT_ROOT, started.entry);
+  const builtAt = existsSync(entry) ? statSync(entry).mtimeMs : 0;
+  const newestSource = ["src", "policies"]
+    .flatMap((dir) =>
+      readdirSync(join(PROJECT_ROOT, dir), { recursive: true, encoding: "utf8" })
+        .filter((file) => file.endsWith(".ts"))
+        .map((file) => statSync(join(PROJECT_ROOT, dir, file)).mtimeMs),
+    )
+    .reduce((a, b) => Math.max(a, b), 0);
+  if (newestSource > builtAt) buildForStart(PROJECT_ROOT, join(PROJECT_ROOT, "node_modules/.bin/tsc"));
+}
 
 export interface BackendProcess {
   readonly url: string;

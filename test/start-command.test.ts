@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { startCommand } from "../scripts/start-command.ts";
@@ -20,6 +20,8 @@ test("npm start runs the build, and the image copies the build npm start would m
   };
   const { entry } = startCommand(PROJECT_ROOT);
   assert.match(entry, /^dist\//);
+  // npm test built it as npm start does: the program the image would run is there.
+  assert.ok(existsSync(join(PROJECT_ROOT, entry)), `${entry} was not built by tsc -p tsconfig.build.json`);
   assert.match(manifest.scripts.prestart ?? "", /tsc -p tsconfig\.build\.json/);
   const dockerfile = readFileSync(join(PROJECT_ROOT, "Dockerfile"), "utf8");
   assert.match(dockerfile, /RUN npx tsc -p tsconfig\.build\.json/);
