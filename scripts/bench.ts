@@ -4,6 +4,7 @@
 //   npm run bench                 # the full run, under five minutes
 //   npm run bench -- --quick      # about a minute
 //   npm run bench -- --profile    # gateway and bare proxy under --cpu-prof; prints the hot spots
+//                                 # (--baseline bare-check: against the proxy that only checks answers)
 //
 // Every party is a process of its own, on loopback: a static backend serving the demo backend's
 // answers, the bare proxy, the gateway (as `npm start` runs it), nginx when installed, and the load
@@ -79,6 +80,7 @@ const { values: flags } = parseArgs({
     compare: { type: "string" },
     "compare-flags": { type: "string" },
     targets: { type: "string" },
+    baseline: { type: "string", default: "bare" },
   },
   strict: true,
 });
@@ -168,6 +170,8 @@ if (flags.loader === "wrk" && !wrkPath) throw new Error("--loader wrk: wrk is no
 const loader: "wrk" | "autocannon" = (flags.loader ?? (wrkPath ? "wrk" : "autocannon")) as
   | "wrk"
   | "autocannon";
+if (flags.baseline !== "bare" && flags.baseline !== "bare-check")
+  throw new Error("--baseline must be bare or bare-check");
 if (flags.backend !== "static" && flags.backend !== "demo")
   throw new Error("--backend must be static or demo");
 
@@ -1279,7 +1283,12 @@ async function profile(upstreamUrl: string, direct: Target): Promise<void> {
   const backendOrigin = direct.origin;
   const bareProcess = await startNode(
     "bare proxy",
-    ["scripts/bench/bare-proxy.ts", "--target", backendOrigin],
+    [
+      "scripts/bench/bare-proxy.ts",
+      "--target",
+      backendOrigin,
+      ...(flags.baseline === "bare-check" ? ["--check"] : []),
+    ],
     ["--cpu-prof", `--cpu-prof-dir=${join(dir, "bare")}`],
   );
   const barePid = bareProcess.child.pid as number;
