@@ -15,10 +15,14 @@ export function startCommand(root: string): StartCommand {
   const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
     scripts: { start: string };
   };
-  const words = manifest.scripts.start.trim().split(/\s+/);
+  // "exec": the shell npm starts the script in becomes node, so npm's SIGTERM reaches the gateway.
+  const words = manifest.scripts.start
+    .trim()
+    .split(/\s+/)
+    .filter((word, index) => !(index === 0 && word === "exec"));
   const entry = words.at(-1);
   if (words[0] !== "node" || entry === undefined || entry.startsWith("-"))
-    throw new Error(`package.json: "start" is not "node [flags] program": ${manifest.scripts.start}`);
+    throw new Error(`package.json: "start" is not "[exec] node [flags] program": ${manifest.scripts.start}`);
   return { nodeFlags: words.slice(1, -1), entry };
 }
 

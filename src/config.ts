@@ -168,7 +168,14 @@ export function validateConfig(
   policies: readonly AnyPolicyDefinition[],
   describe: (pointer: string) => string = (pointer) => pointer || "/",
 ): GatewayConfig {
-  const ajv = new Ajv({ strict: true, allErrors: false, useDefaults: true, allowUnionTypes: true });
+  // verbose: an error carries its schema, so that "one of these" fields can say what they accept.
+  const ajv = new Ajv({
+    strict: true,
+    allErrors: false,
+    useDefaults: true,
+    allowUnionTypes: true,
+    verbose: true,
+  });
   addFormats.default(ajv);
   const validate = ajv.compile(configSchema(policies));
   const config = structuredClone(raw);
@@ -177,7 +184,9 @@ export function validateConfig(
   const { server, port, opsPort } = config as unknown as GatewayConfig;
   // Metrics and reports must never be served on the public port.
   if (port !== 0 && port === opsPort) {
-    throw new ConfigError(`invalid config: ${describe("/opsPort")} must differ from /port (${port})`);
+    throw new ConfigError(
+      `invalid config: ${describe("/opsPort")} must differ from ${describe("/port")} (${port})`,
+    );
   }
   // Node refuses a headers timeout above the request timeout with a stack trace; say it here.
   if (server.headersTimeoutMs > server.requestTimeoutMs) {
@@ -197,8 +206,13 @@ function describeConfigError(
   errors: ErrorObject[] | null | undefined,
   describe: (pointer: string) => string,
 ) {
-  const error = errors?.[0];
+  // A field with alternatives (0 or from 100 ms; a count or "auto") fails each branch first:
+  // the alternatives are what to tell, not the first branch's complaint.
+  const error = errors?.find((e) => e.keyword === "anyOf") ?? errors?.[0];
   if (!error) return "unknown error";
+  if (error.keyword === "anyOf") {
+    return `${describe(error.instancePath)} must be ${alternatives(error.parentSchema as { anyOf: Record<string, unknown>[] })}`;
+  }
   const params = error.params as Record<string, unknown>;
   if (error.keyword === "additionalProperties") {
     return `${describe(`${error.instancePath}/${params.additionalProperty}`)} is not a known setting`;
@@ -207,6 +221,16 @@ function describeConfigError(
     return `${describe(error.instancePath)} must be one of ${(params.allowedValues as unknown[]).join(", ")}`;
   }
   return `${describe(error.instancePath)} ${error.message}`;
+}
+
+function alternatives(schema: { anyOf: Record<string, unknown>[] }): string {
+  return schema.anyOf
+    .map((branch) => {
+      if (branch.const !== undefined) return JSON.stringify(branch.const);
+      if (branch.type === "integer") return `an integer from ${branch.minimum} to ${branch.maximum}`;
+      return String(branch.type ?? "something else");
+    })
+    .join(" or ");
 }
 
 function setPointer(target: Record<string, unknown>, pointer: string, value: unknown) {

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { test } from "node:test";
-import { GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
+import { eventually, GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
 
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const child = spawn(process.execPath, GATEWAY_PROGRAM, {
@@ -109,5 +109,61 @@ test("bad policy options and a shared public and ops port are refused with one l
   const ports = await startUp({ PORT: "18123", OPS_PORT: "18123" });
   assert.equal(ports.code, 1);
   assert.equal(ports.stderr.trim().split("\n").length, 1, ports.stderr);
-  assert.match(ports.stderr, /OPS_PORT \(\/opsPort\) must differ from \/port/);
+  assert.match(ports.stderr, /OPS_PORT \(\/opsPort\) must differ from PORT \(\/port\)/);
+});
+
+test("a setting with alternatives says what it accepts when refused", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
+  const configFile = join(dir, "gateway.json");
+  writeFileSync(configFile, JSON.stringify({ upstream: { probeIntervalMs: 50 } }));
+  const probe = await startUp({ GATEWAY_CONFIG: configFile });
+  assert.equal(probe.code, 1);
+  assert.match(probe.stderr, /\/upstream\/probeIntervalMs must be 0 or an integer from 100 to 86400000/);
+  const workers = await startUp({ WORKERS: "abc" });
+  assert.equal(workers.code, 1);
+  assert.match(workers.stderr, /WORKERS \(\/workers\) must be an integer from 1 to 256 or "auto"/);
+});
+
+test("SIGTERM to npm start reaches the gateway itself, which stops gracefully", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-npm-"));
+  const configFile = join(dir, "gateway.json");
+  writeFileSync(configFile, JSON.stringify({ server: { shutdownDrainMs: 0 } }));
+  // --ignore-scripts: only the start script, not the build before it (npm test built dist/ already,
+  // and other tests are starting the program from it).
+  const npm = spawn("npm", ["start", "--silent", "--ignore-scripts"], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  const lines: Record<string, unknown>[] = [];
+  const listening = new Promise<Record<string, unknown>>((resolve) => {
+    createInterface({ input: npm.stdout }).on("line", (text: string) => {
+      const line = JSON.parse(text) as Record<string, unknown>;
+      lines.push(line);
+      if (line.msg === "gateway listening") resolve(line);
+    });
+  });
+  const { pid } = (await listening) as { pid: number };
+  try {
+    npm.kill("SIGTERM");
+    await once(npm, "exit");
+    await eventually("the gateway process gone after npm's SIGTERM", () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    assert.ok(
+      lines.some((line) => line.msg === "stopped"),
+      lines.map((line) => line.msg).join(", "),
+    );
+  } finally {
+    try {
+      process.kill(pid, "SIGKILL"); // an orphan must not outlive a failed test
+    } catch {
+      // gone, as it should be
+    }
+  }
 });
