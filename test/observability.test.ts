@@ -443,6 +443,42 @@ describe("health", () => {
     }
   });
 
+  test("while requests flow the probe stays away: the backend sees only the connections requests use", async () => {
+    let connections = 0;
+    const backend = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end("[]");
+    });
+    backend.on("connection", () => connections++);
+    backend.listen(0, "127.0.0.1");
+    await once(backend, "listening");
+    const url = `http://127.0.0.1:${(backend.address() as net.AddressInfo).port}/v1`;
+    const gw = await startGateway({
+      upstreamUrl: url,
+      config: { upstream: { probeIntervalMs: 100 }, policies: { auth: { keysFile } } },
+    });
+    try {
+      await eventually("the start-up probe", () => connections >= 1);
+      const before = connections;
+      // One request at a time for ten probe intervals: one kept-alive backend connection serves them.
+      const until = performance.now() + 1000;
+      let sent = 0;
+      while (performance.now() < until) {
+        assert.equal((await request(`${gw.url}/pets`, { key: acme })).status, 200);
+        sent++;
+      }
+      assert.ok(sent > 20, `only ${sent} requests in a second`);
+      assert.ok(
+        connections - before <= 2,
+        `${connections - before} new backend connections while requests flowed`,
+      );
+    } finally {
+      await gw.close();
+      backend.closeAllConnections();
+      backend.close();
+    }
+  });
+
   test("a backend that is down is a gauge, not unreadiness", async () => {
     const backend = await startProgrammableBackend();
     const url = backend.url;
