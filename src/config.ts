@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
 import addFormats from "ajv-formats";
+import { escapePointerToken } from "./json.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
 
 /** The directory of package.json: the same from the sources (src/) and from the build (dist/src/). */
@@ -215,7 +216,7 @@ function describeConfigError(
   }
   const params = error.params as Record<string, unknown>;
   if (error.keyword === "additionalProperties") {
-    return `${describe(`${error.instancePath}/${params.additionalProperty}`)} is not a known setting`;
+    return `${describe(`${error.instancePath}/${escapePointerToken(String(params.additionalProperty))}`)} is not a known setting`;
   }
   if (error.keyword === "enum") {
     return `${describe(error.instancePath)} must be one of ${(params.allowedValues as unknown[]).join(", ")}`;

@@ -274,7 +274,7 @@ function pointerTo(open: readonly (Set<string> | number)[], names: readonly stri
 function findPrototypeKey(value: unknown, pointer: string): string | undefined {
   if (value === null || typeof value !== "object") return undefined;
   for (const key of Object.keys(value)) {
-    const here = `${pointer}/${key}`;
+    const here = `${pointer}/${escapePointerToken(key)}`;
     if (key === "__proto__" || key === "constructor" || key === "prototype") return here;
     const found = findPrototypeKey((value as Record<string, unknown>)[key], here);
     if (found !== undefined) return found;

@@ -1045,6 +1045,12 @@ describe("request validation: bad requests never reach the backend", () => {
       /^\/__proto__ is a forbidden property name$/,
     ),
     post(
+      "__proto__ below a member whose name holds / and ~ (named by its JSON pointer, escaped)",
+      '{"name":"Rex","categoryId":1,"a/b~c":{"__proto__":{}}}',
+      "INVALID_BODY",
+      /^\/a~1b~0c\/__proto__ is a forbidden property name$/,
+    ),
+    post(
       "__proto__ further down",
       '{"name":"Rex","categoryId":1,"extra":{"__proto__":{}}}',
       "INVALID_BODY",
