@@ -8,6 +8,9 @@ import type { OpsReport } from "./policy.ts";
 
 const NO_SUCH_ENDPOINT = gatewayError("NOT_FOUND", "No such ops endpoint");
 const READ_ONLY = gatewayError("METHOD_NOT_ALLOWED", "Ops endpoints are read-only");
+// A worker that does not answer the primary in time, or a collector that throws.
+const REPORT_FAILED = gatewayError("INTERNAL_ERROR", "The report could not be collected");
+const METRICS_FAILED = gatewayError("INTERNAL_ERROR", "Metrics could not be collected");
 
 type OpsHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 
@@ -44,7 +47,7 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
       source
         .reportParts(path, report)
         .then((parts) => report.render(report.merge(parts), url, res))
-        .catch(() => failed(res, "REPORT_FAILED", "the report could not be collected"));
+        .catch(() => failed(res, REPORT_FAILED));
     });
   }
   // Liveness: the process answers. Nothing else, so a slow backend never gets a replica killed.
@@ -60,7 +63,7 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
         res.writeHead(200, { "content-type": source.contentType, "cache-control": "no-store" });
         res.end(text);
       })
-      .catch(() => failed(res, "METRICS_FAILED", "metrics could not be collected"));
+      .catch(() => failed(res, METRICS_FAILED));
   });
   return (req, res) => {
     const url = new URL(req.url ?? "/", "http://ops.invalid");
@@ -101,6 +104,6 @@ function writeJson(
   res.end(body);
 }
 
-function failed(res: ServerResponse, code: string, message: string): void {
-  if (!res.headersSent) sendJson(res, 500, { code, message, status: 500 });
+function failed(res: ServerResponse, error: GatewayError): void {
+  if (!res.headersSent) sendError(res, error);
 }

@@ -8,6 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
+import { createOpsHandler, createOpsServer, type OpsSource } from "../src/ops.ts";
+import type { OpsReport } from "../src/policy.ts";
 import {
   type Behaviour,
   jsonAnswer,
@@ -393,6 +395,39 @@ describe("request ids, secrets and bounded labels", () => {
       status: 405,
     });
     assert.ok(gw.gateway.api.validateError(write.json()), write.body);
+  });
+
+  test("an ops endpoint whose collection fails answers 500 with an Error object of the catalogue", async () => {
+    // A source that fails as the cluster's does when a worker does not answer the primary in time.
+    const failing: OpsSource = {
+      metrics: () => Promise.reject(new Error("a worker did not answer")),
+      contentType: "text/plain",
+      reportParts: () => Promise.reject(new Error("a worker did not answer")),
+    };
+    const report: OpsReport = { collect: () => ({}), merge: () => ({}), render: () => {} };
+    const server = createOpsServer(
+      createOpsHandler({
+        source: failing,
+        reports: new Map([["/deprecations", report]]),
+        isReady: () => true,
+      }),
+    );
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const origin = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    try {
+      for (const [path, message] of [
+        ["/metrics", "Metrics could not be collected"],
+        ["/deprecations", "The report could not be collected"],
+      ] as const) {
+        const answer = await request(`${origin}${path}`);
+        assert.equal(answer.status, 500, path);
+        assert.deepEqual(answer.json(), { code: "INTERNAL_ERROR", message, status: 500 });
+        assert.ok(gw.gateway.api.validateError(answer.json()), answer.body);
+      }
+    } finally {
+      server.close();
+    }
   });
 });
 
