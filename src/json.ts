@@ -55,7 +55,7 @@ export function parseRequestJson(text: string, maxDepth: number): JsonParseResul
     return { ok: false, problem: "invalid", message: `${duplicate} is given more than once` };
   }
   if (MAY_HOLD_PROTOTYPE_KEY.test(text)) {
-    const key = findPrototypeKey(value, "");
+    const key = findPrototypeKey(value);
     if (key !== undefined) {
       return { ok: false, problem: "invalid", message: `${key} is a forbidden property name` };
     }
@@ -271,13 +271,14 @@ function pointerTo(open: readonly (Set<string> | number)[], names: readonly stri
   return pointer;
 }
 
-function findPrototypeKey(value: unknown, pointer: string): string | undefined {
+/** The JSON pointer of the first forbidden member name, built only once one is found. */
+function findPrototypeKey(value: unknown): string | undefined {
   if (value === null || typeof value !== "object") return undefined;
   for (const key of Object.keys(value)) {
-    const here = `${pointer}/${escapePointerToken(key)}`;
-    if (key === "__proto__" || key === "constructor" || key === "prototype") return here;
-    const found = findPrototypeKey((value as Record<string, unknown>)[key], here);
-    if (found !== undefined) return found;
+    if (key === "__proto__" || key === "constructor" || key === "prototype")
+      return `/${escapePointerToken(key)}`;
+    const found = findPrototypeKey((value as Record<string, unknown>)[key]);
+    if (found !== undefined) return `/${escapePointerToken(key)}${found}`;
   }
   return undefined;
 }
