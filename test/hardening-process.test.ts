@@ -1,14 +1,11 @@
 // The gateway program itself (as `npm start` runs it), as operators run it: everything bad at once
 // does not crash it or leak a key, and SIGTERM drains it gracefully within its deadline.
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
@@ -24,82 +21,36 @@ import {
   pipelinedRequest,
   rawExchange,
 } from "./hardening-kit.ts";
-import { eventually, GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
+import { eventually, type GatewayProcess, request, startGatewayProcess, writeKeysFile } from "./harness.ts";
 
 const { file: keysFile, keys, key, keyOf } = writeKeysFile(["acme", "globex"]);
 
-interface GatewayProcess {
-  readonly child: ChildProcess;
+/** The harness's gateway process with what these tests time and read: its /v1 URL, and its exit with when it happened. */
+interface TimedGateway extends Omit<GatewayProcess, "exited"> {
   readonly url: string;
-  readonly opsUrl: string;
-  readonly port: number;
-  /** Every stdout line, parsed (the process logs JSON only). */
-  readonly lines: Record<string, unknown>[];
-  readonly raw: string[];
-  stderr(): string;
-  /** Resolves with the exit code and when it happened. */
+  /** Resolves with the exit code and when it happened; fails if stdout held anything but JSON lines. */
   readonly exited: Promise<{ code: number | null; at: number }>;
 }
 
-async function spawnGateway(upstreamUrl: string, config: Record<string, unknown>): Promise<GatewayProcess> {
+async function spawnGateway(upstreamUrl: string, config: Record<string, unknown>): Promise<TimedGateway> {
   const dir = mkdtempSync(join(tmpdir(), "gw-process-"));
   const configFile = join(dir, "gateway.json");
   // Loopback only, the ops port included (HOST covers the public one).
   writeFileSync(configFile, JSON.stringify({ opsHost: "127.0.0.1", ...config }));
-  const child = spawn(process.execPath, GATEWAY_PROGRAM, {
-    cwd: PROJECT_ROOT,
-    env: {
-      PATH: process.env.PATH ?? "",
-      PORT: "0",
-      OPS_PORT: "0",
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "info",
-      GATEWAY_CONFIG: configFile,
-      UPSTREAM_URL: upstreamUrl,
-      API_KEYS_FILE: keysFile,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+  const gw = await startGatewayProcess({
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "info",
+    GATEWAY_CONFIG: configFile,
+    UPSTREAM_URL: upstreamUrl,
+    API_KEYS_FILE: keysFile,
   });
-  let stderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString("utf8");
-  });
-  const exited = once(child, "exit").then(([code]) => ({
-    code: code as number | null,
-    at: performance.now(),
-  }));
-  const lines: Record<string, unknown>[] = [];
-  const raw: string[] = [];
-  const reader = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
-    reader.on("line", (line) => {
-      raw.push(line);
-      const parsed = JSON.parse(line) as Record<string, unknown>;
-      lines.push(parsed);
-      if (parsed.msg === "gateway listening") resolve(parsed);
-    });
-    void exited.then(({ code }) => reject(new Error(`the gateway exited with ${code}: ${stderr}`)));
-  });
-  let timer: NodeJS.Timeout | undefined;
-  const ready = await Promise.race([
-    listening,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no 'gateway listening' line within 20 s: ${stderr}`)),
-        20_000,
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
-  const port = ready.port as number;
   return {
-    child,
-    url: `http://127.0.0.1:${port}/v1`,
-    opsUrl: `http://127.0.0.1:${ready.opsPort as number}`,
-    port,
-    lines,
-    raw,
-    stderr: () => stderr,
-    exited,
+    ...gw,
+    url: `${gw.origin}/v1`,
+    exited: Promise.all([gw.exited, gw.exitedAt]).then(([code, at]) => {
+      assert.deepEqual(gw.notJson, [], "the process logs JSON lines only");
+      return { code, at };
+    }),
   };
 }
 

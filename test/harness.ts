@@ -317,11 +317,17 @@ export interface GatewayProcess {
   readonly child: ChildProcess;
   /** http://127.0.0.1:PORT */
   readonly origin: string;
+  readonly port: number;
   readonly opsUrl: string;
   /** The generated demo key, when the program runs the demo. */
   readonly demoKey: string | undefined;
   /** Every JSON line written to stdout so far. */
   readonly lines: Record<string, unknown>[];
+  /** Every stdout line as written, JSON or not. */
+  readonly raw: string[];
+  /** Every stdout line that was not JSON (the program logs JSON only: expected empty). */
+  readonly notJson: string[];
+  stderr(): string;
   /** The first line, written or still to come, that matches. */
   waitFor(
     match: (line: Record<string, unknown>) => boolean,
@@ -331,6 +337,8 @@ export interface GatewayProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   /** Resolves with the exit code when the process exits. */
   readonly exited: Promise<number | null>;
+  /** When it exited (performance.now()), for tests that time a shutdown. */
+  readonly exitedAt: Promise<number>;
 }
 
 /** The gateway program as `npm start` runs it, in its own process, on ports the OS chose; resolves once it listens. */
@@ -341,15 +349,19 @@ export async function startGatewayProcess(env: Record<string, string> = {}): Pro
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Record<string, unknown>[] = [];
+  const raw: string[] = [];
+  const notJson: string[] = [];
   const waiters = new Set<{
     match: (line: Record<string, unknown>) => boolean;
     found: (line: Record<string, unknown>) => void;
   }>();
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (text: string) => {
+    raw.push(text);
     let line: Record<string, unknown>;
     try {
       line = JSON.parse(text) as Record<string, unknown>;
     } catch {
+      notJson.push(text);
       return;
     }
     lines.push(line);
@@ -360,7 +372,8 @@ export async function startGatewayProcess(env: Record<string, string> = {}): Pro
     stderr += chunk.toString();
   });
   const exited = once(child, "exit");
-  const waitFor = (match: (line: Record<string, unknown>) => boolean, timeoutMs = 15_000) =>
+  const exitedAt = exited.then(() => performance.now());
+  const waitFor = (match: (line: Record<string, unknown>) => boolean, timeoutMs = 20_000) =>
     new Promise<Record<string, unknown>>((resolveLine, rejectLine) => {
       const seen = lines.find(match);
       if (seen) return resolveLine(seen);
@@ -402,13 +415,18 @@ export async function startGatewayProcess(env: Record<string, string> = {}): Pro
   return {
     child,
     origin: `http://127.0.0.1:${listening.port}`,
+    port: listening.port as number,
     opsUrl: `http://127.0.0.1:${listening.opsPort}`,
     get demoKey() {
       return /Bearer (\S+)'/.exec(stderr)?.[1];
     },
     lines,
+    raw,
+    notJson,
+    stderr: () => stderr,
     waitFor,
     exited: exited.then(([code]) => code as number | null),
+    exitedAt,
     async stop(signal = "SIGTERM") {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       const [code] = await exited;
