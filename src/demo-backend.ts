@@ -2,6 +2,8 @@
 // of the Pet Store interface (config/openapi.json), so the gateway can be run and
 // tested end to end without the production service.
 import * as http from "node:http";
+import { DEFAULT_OPENAPI_FILE } from "./config.ts";
+import { loadApiDescription } from "./openapi.ts";
 
 export interface DemoBackendOptions {
   /** How many animals to seed; default 6. */
@@ -10,8 +12,19 @@ export interface DemoBackendOptions {
   basePath?: string;
 }
 
-const STATUSES = ["available", "pending", "sold"] as const;
-type PetStatus = (typeof STATUSES)[number];
+// The interface's numbers and values, from the one document the gateway enforces: the page size
+// default and bounds of listPets' limit, and the statuses an animal can have.
+const { LIMIT, STATUSES } = (() => {
+  const listPets = loadApiDescription(DEFAULT_OPENAPI_FILE).operation("listPets");
+  const limit = listPets?.queryParameters.get("limit")?.schema;
+  const statuses = listPets?.queryParameters.get("status")?.schema.enum;
+  if (!limit || !Array.isArray(statuses)) throw new Error("the document has no listPets limit and status");
+  return {
+    LIMIT: limit as unknown as { default: number; minimum: number; maximum: number },
+    STATUSES: statuses as readonly string[],
+  };
+})();
+type PetStatus = string;
 
 // Ids and categoryIds are int64: kept as BigInt end to end so that values above
 // 2^53 survive without rounding.
@@ -37,7 +50,7 @@ const SEED_NAMES = ["Rex", "Whiskers", "Bubbles", "Polly", "Hammy", "Shadow", "N
 const SEED_CATEGORIES = [1n, 2n, 3n, 1n, 9007199254740993n, 2n];
 
 function isStatus(value: unknown): value is PetStatus {
-  return typeof value === "string" && (STATUSES as readonly string[]).includes(value);
+  return typeof value === "string" && STATUSES.includes(value);
 }
 
 /** Serializes a JSON value, printing BigInt as an exact integer literal. */
@@ -166,14 +179,14 @@ export function createDemoBackend(options: DemoBackendOptions = {}): http.Server
         message: "limit and status may each be given once",
       });
     }
-    let limit = 20;
+    let limit = LIMIT.default;
     if (limits[0] !== undefined) {
-      limit = /^\d{1,3}$/.test(limits[0]) ? Number(limits[0]) : Number.NaN;
-      if (!(limit >= 1 && limit <= 100)) {
+      limit = /^\d{1,9}$/.test(limits[0]) ? Number(limits[0]) : Number.NaN;
+      if (!(limit >= LIMIT.minimum && limit <= LIMIT.maximum)) {
         return fail(req, res, {
           status: 400,
           code: "BAD_REQUEST",
-          message: "limit must be an integer from 1 to 100",
+          message: `limit must be an integer from ${LIMIT.minimum} to ${LIMIT.maximum}`,
         });
       }
     }
