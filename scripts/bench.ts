@@ -566,15 +566,11 @@ async function measureMustDo(direct: Target): Promise<MustDoCosts> {
   const input: MustDoInput = { key: KEY, scenarios: {} };
   for (const id of ids) {
     const spec: RequestSpec = REQUESTS[id];
-    const response = await fetch(`${direct.origin}${spec.path}`, {
-      method: spec.method,
-      headers: headersFor(spec),
-      ...(spec.body === undefined ? {} : { body: spec.body }),
-    });
+    const { status, body } = await fetchOne(direct, spec);
     input.scenarios[id] = {
       operationId: spec.operationId,
-      status: response.status,
-      answer: Buffer.from(await response.arrayBuffer()).toString("base64"),
+      status,
+      answer: body.toString("base64"),
       requestBody: spec.body,
     };
   }
@@ -655,19 +651,21 @@ async function measure(
   };
 }
 
+/** One request of the scenario to the target, outside the measured load. */
+async function fetchOne(target: Target, spec: RequestSpec): Promise<{ status: number; body: Buffer }> {
+  const response = await fetch(`${target.origin}${spec.path}`, {
+    method: spec.method,
+    headers: headersFor(spec),
+    ...(spec.body === undefined ? {} : { body: spec.body }),
+  });
+  return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
+}
+
 /** One request to each target: the status is the expected one and the body the backend's own. */
 async function preflight(targets: readonly Target[], spec: RequestSpec, reference: Target): Promise<void> {
-  const fetchOne = async (target: Target) => {
-    const response = await fetch(`${target.origin}${spec.path}`, {
-      method: spec.method,
-      headers: headersFor(spec),
-      ...(spec.body === undefined ? {} : { body: spec.body }),
-    });
-    return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
-  };
-  const expected = await fetchOne(reference);
+  const expected = await fetchOne(reference, spec);
   for (const target of targets) {
-    const got = await fetchOne(target);
+    const got = await fetchOne(target, spec);
     if (got.status !== spec.status || !got.body.equals(expected.body)) {
       throw new Error(
         `preflight: ${target.name} ${spec.method} ${spec.path} answered ${got.status} ${got.body.toString().slice(0, 200)}`,
