@@ -691,7 +691,11 @@ function loggedPath(url: string): string {
   if (text.includes("?")) text = text.replace(CREDENTIAL_QUERY, "$1[redacted]");
   // Shorter targets cannot hold a run that long: most lines skip the scan.
   if (text.length < 24) return text;
-  return text.replace(TOKEN_SHAPED, (run) => (LETTER.test(run) && DIGIT.test(run) ? "[redacted]" : run));
+  return text.replace(TOKEN_SHAPED, redactKeyShaped);
+}
+
+function redactKeyShaped(run: string): string {
+  return LETTER.test(run) && DIGIT.test(run) ? "[redacted]" : run;
 }
 
 /** A request id that repeats the request's own key (or a part of it that long) would log the key. */
