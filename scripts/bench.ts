@@ -65,25 +65,49 @@ const RESULTS_DIR = join(ROOT, "bench", "results");
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const { values: flags } = parseArgs({
-  options: {
-    quick: { type: "boolean", default: false },
-    profile: { type: "boolean", default: false },
-    rounds: { type: "string" },
-    duration: { type: "string" },
-    connections: { type: "string" },
-    rate: { type: "string" },
-    loader: { type: "string" },
-    backend: { type: "string", default: "static" },
-    "no-nginx": { type: "boolean", default: false },
-    only: { type: "string" },
-    compare: { type: "string" },
-    "compare-flags": { type: "string" },
-    targets: { type: "string" },
-    baseline: { type: "string", default: "bare" },
-  },
-  strict: true,
-});
+const USAGE = `usage: npm run bench -- [--quick] [--profile [--baseline bare|bare-check]]
+  [--only list20,list100,create,getPet,keys,rate,rss] [--targets direct,nginx,bare,bare-check,gateway,gateway-nocontract,compare]
+  [--compare GIT_REF | --compare-flags="NODE FLAGS"] [--rounds N] [--duration S] [--connections N] [--rate N]
+  [--loader wrk|autocannon] [--backend static|demo] [--no-nginx]
+See the README, section Performance.
+`;
+
+/** A mistyped option is the user's, not the benchmark's: one line and the usage, no stack trace. */
+function refuseOption(message: string): never {
+  process.stderr.write(`bench: ${message}\n${USAGE}`);
+  process.exit(2);
+}
+
+function parseFlags() {
+  try {
+    return parseArgs({ options: OPTIONS, strict: true }).values;
+  } catch (error) {
+    return refuseOption((error as Error).message);
+  }
+}
+
+const OPTIONS = {
+  help: { type: "boolean", default: false },
+  quick: { type: "boolean", default: false },
+  profile: { type: "boolean", default: false },
+  rounds: { type: "string" },
+  duration: { type: "string" },
+  connections: { type: "string" },
+  rate: { type: "string" },
+  loader: { type: "string" },
+  backend: { type: "string", default: "static" },
+  "no-nginx": { type: "boolean", default: false },
+  only: { type: "string" },
+  compare: { type: "string" },
+  "compare-flags": { type: "string" },
+  targets: { type: "string" },
+  baseline: { type: "string", default: "bare" },
+} as const;
+const flags = parseFlags();
+if (flags.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 
 interface Settings {
   readonly rounds: number;
@@ -132,7 +156,7 @@ const PRESETS: Record<"full" | "quick", Settings> = {
 function positive(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive integer`);
+  if (!Number.isInteger(value) || value < 1) refuseOption(`--${name} must be a positive integer`);
   return value;
 }
 
@@ -148,7 +172,7 @@ const ALL_SCENARIOS = ["list20", "list100", "create", "getPet", "keys", "rate", 
 type ScenarioId = (typeof ALL_SCENARIOS)[number];
 const only = new Set(flags.only ? flags.only.split(",") : ALL_SCENARIOS);
 for (const id of only) {
-  if (!(ALL_SCENARIOS as readonly string[]).includes(id)) throw new Error(`--only: unknown scenario ${id}`);
+  if (!(ALL_SCENARIOS as readonly string[]).includes(id)) refuseOption(`--only: unknown scenario ${id}`);
 }
 const wanted = (id: ScenarioId) => only.has(id);
 const targetFilter = flags.targets ? new Set(flags.targets.split(",")) : undefined;
@@ -164,16 +188,15 @@ function onPath(command: string): string | undefined {
 const wrkPath = onPath("wrk");
 const nginxPath = flags["no-nginx"] ? undefined : onPath("nginx");
 if (flags.loader !== undefined && flags.loader !== "wrk" && flags.loader !== "autocannon") {
-  throw new Error("--loader must be wrk or autocannon");
+  refuseOption("--loader must be wrk or autocannon");
 }
-if (flags.loader === "wrk" && !wrkPath) throw new Error("--loader wrk: wrk is not installed");
+if (flags.loader === "wrk" && !wrkPath) refuseOption("--loader wrk: wrk is not installed");
 const loader: "wrk" | "autocannon" = (flags.loader ?? (wrkPath ? "wrk" : "autocannon")) as
   | "wrk"
   | "autocannon";
 if (flags.baseline !== "bare" && flags.baseline !== "bare-check")
-  throw new Error("--baseline must be bare or bare-check");
-if (flags.backend !== "static" && flags.backend !== "demo")
-  throw new Error("--backend must be static or demo");
+  refuseOption("--baseline must be bare or bare-check");
+if (flags.backend !== "static" && flags.backend !== "demo") refuseOption("--backend must be static or demo");
 
 // ---------------------------------------------------------------------------------------------
 // Processes: every child is tracked and killed when the benchmark ends, however it ends.
@@ -366,7 +389,7 @@ async function startGateway(
 
 /** The tree of a git ref, unpacked next to the benchmark's other files, sharing node_modules. */
 function checkout(ref: string): { root: string; name: string } {
-  if (!/^[\w./@^~-]+$/.test(ref)) throw new Error(`--compare: not a git ref: ${ref}`);
+  if (!/^[\w./@^~-]+$/.test(ref)) refuseOption(`--compare: not a git ref: ${ref}`);
   const commit = execFileSync("git", ["rev-parse", "--short", `${ref}^{commit}`], { cwd: ROOT })
     .toString()
     .trim();
@@ -1154,8 +1177,7 @@ async function main(): Promise<void> {
   const gateway = await startGateway("gateway", backend.url, oneKeyFile);
   const nginx = chosen("nginx") ? await startNginx(backendOrigin) : undefined;
   const proxies: Target[] = [direct, ...(nginx ? [nginx] : []), bare, gateway].filter((t) => chosen(t.name));
-  if (flags.compare && flags["compare-flags"])
-    throw new Error("--compare and --compare-flags: one at a time");
+  if (flags.compare && flags["compare-flags"]) refuseOption("--compare and --compare-flags: one at a time");
   if (flags.compare) {
     const tree = checkout(flags.compare);
     proxies.push(await startGateway(tree.name, backend.url, oneKeyFile, START_FLAGS, tree.root));
