@@ -4,7 +4,8 @@
 //   npm run bench                 # the full run, under five minutes
 //   npm run bench -- --quick      # about a minute
 //   npm run bench -- --profile    # gateway and bare proxy under --cpu-prof; prints the hot spots
-//                                 # (--baseline bare-check: against the proxy that only checks answers)
+//                                 # (--baseline bare-check: against the proxy that only checks answers;
+//                                 # --baseline bare-must: against the one doing only the must-do work)
 //
 // Every party is a process of its own, on loopback: a static backend serving the demo backend's
 // answers, the bare proxy, the gateway (as `npm start` runs it), nginx when installed, and the load
@@ -15,14 +16,16 @@
 // (parsing and checking the answer, the key's digest, a histogram, an access line): with the bare
 // proxy's CPU per request it gives each scenario's ceiling, the best gateway/bare reachable at all.
 // The page scenarios also run "bare-check": the bare proxy holding and checking every answer as
-// enforce mode must, and nothing else; its ratio to the bare proxy is that bound, measured.
+// enforce mode must, and nothing else; and "bare-must": the same proxy doing also the rest of the
+// must-do work (the key's digest, the `limit` default, a deadline, a histogram, an access line to
+// /dev/null). Their ratios to the bare proxy are those bounds, measured.
 // Other flags: --rounds N --duration S --connections N --rate N --loader wrk|autocannon
 // --backend static|demo --no-nginx --only list20,list100,create,getPet,keys,rate,rss
 // --compare GIT_REF: also runs the gateway as it was at GIT_REF, as one more target in the same
 // rounds, so that a change to the gateway is measured against its predecessor on equal terms.
 // --compare-flags="NODE FLAGS": the same, for the gateway of this tree started with other Node
 // flags (e.g. "--max-semi-space-size=8").
-// --targets direct,nginx,bare,bare-check,gateway,gateway-nocontract,compare: run only these targets in
+// --targets direct,nginx,bare,bare-check,bare-must,gateway,gateway-nocontract,compare: run only these targets in
 // the throughput and fixed-rate scenarios (an A/B of two gateways: --targets gateway,compare).
 import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -65,8 +68,8 @@ const RESULTS_DIR = join(ROOT, "bench", "results");
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const USAGE = `usage: npm run bench -- [--quick] [--profile [--baseline bare|bare-check]]
-  [--only list20,list100,create,getPet,keys,rate,rss] [--targets direct,nginx,bare,bare-check,gateway,gateway-nocontract,compare]
+const USAGE = `usage: npm run bench -- [--quick] [--profile [--baseline bare|bare-check|bare-must]]
+  [--only list20,list100,create,getPet,keys,rate,rss] [--targets direct,nginx,bare,bare-check,bare-must,gateway,gateway-nocontract,compare]
   [--compare GIT_REF | --compare-flags="NODE FLAGS"] [--rounds N] [--duration S] [--connections N] [--rate N]
   [--loader wrk|autocannon] [--backend static|demo] [--no-nginx]
 See the README, section Performance.
@@ -194,8 +197,8 @@ if (flags.loader === "wrk" && !wrkPath) refuseOption("--loader wrk: wrk is not i
 const loader: "wrk" | "autocannon" = (flags.loader ?? (wrkPath ? "wrk" : "autocannon")) as
   | "wrk"
   | "autocannon";
-if (flags.baseline !== "bare" && flags.baseline !== "bare-check")
-  refuseOption("--baseline must be bare or bare-check");
+if (!["bare", "bare-check", "bare-must"].includes(flags.baseline))
+  refuseOption("--baseline must be bare, bare-check or bare-must");
 if (flags.backend !== "static" && flags.backend !== "demo") refuseOption("--backend must be static or demo");
 
 // ---------------------------------------------------------------------------------------------
@@ -253,6 +256,16 @@ async function startNode(
   lines.close();
   child.stdout?.resume();
   return { child, url: (JSON.parse(line) as { url: string }).url };
+}
+
+type Baseline = "bare" | "bare-check" | "bare-must";
+
+/** The bare proxy (scripts/bench/bare-proxy.ts) as each of the three baselines runs it. */
+function bareProxyArgs(kind: Baseline, backendOrigin: string): string[] {
+  const args = ["scripts/bench/bare-proxy.ts", "--target", backendOrigin];
+  if (kind === "bare-check") args.push("--check");
+  if (kind === "bare-must") args.push("--must-do", "--key-sha256", digestOf(KEY));
+  return args;
 }
 
 async function freePort(): Promise<number> {
@@ -837,9 +850,13 @@ async function throughputScenario(
     ratio(`gateway/${compared}`, "gateway", compared, rpsRatio);
     ratio(`cpu per request gateway/${compared}`, "gateway", compared, cpuRatio);
   }
-  // Measured: the bare proxy holding and checking each answer, and nothing else.
+  // Measured: the bare proxy holding and checking each answer, and nothing else; and the same
+  // doing also the rest of the work every request of this gateway must (bare-proxy.ts --must-do).
   ratio("bare-check/bare", "bare-check", "bare", rpsRatio);
   ratio("cpu per request bare-check/bare", "bare-check", "bare", cpuRatio);
+  ratio("bare-must/bare", "bare-must", "bare", rpsRatio);
+  ratio("cpu per request bare-must/bare", "bare-must", "bare", cpuRatio);
+  ratio("gateway/bare-must", "gateway", "bare-must", rpsRatio);
   // Modelled: the best gateway/bare a gateway doing only the work it cannot skip could reach.
   // Throughput follows CPU per request here (the proxy is the busy process): bare / (bare + floor).
   const bareCpu = median((runs.bare ?? []).map((run) => run.cpuUs ?? Number.NaN));
@@ -852,7 +869,23 @@ async function throughputScenario(
   const r = ratios["gateway/bare"];
   if (goal !== undefined && r !== undefined) {
     verdicts.push(
-      `${r >= goal ? "MET" : "MISSED"}: gateway/bare ${r.toFixed(2)} (target >= ${goal})${reachOf(goal, ratios["bare-check/bare"], ratios["ceiling gateway/bare"])}`,
+      `${r >= goal ? "MET" : "MISSED"}: gateway/bare ${r.toFixed(2)} (target >= ${goal})${reachOf(goal, [
+        [
+          "bare-must/bare",
+          ratios["bare-must/bare"],
+          "measured: a proxy doing only the must-do work (bare-must) gives",
+        ],
+        [
+          "bare-check/bare",
+          ratios["bare-check/bare"],
+          "measured: holding and checking each answer alone (bare-check) gives",
+        ],
+        [
+          "ceiling",
+          ratios["ceiling gateway/bare"],
+          "modelled: the must-do work measured alone allows at most",
+        ],
+      ])}`,
     );
   }
   return {
@@ -869,24 +902,21 @@ async function throughputScenario(
 const NOISE = 0.03;
 
 /**
- * What the bounds say of a target: the measured one first (a proxy doing nothing but hold and
- * check each answer, with the same http-proxy-3, JSON.parse and ajv), then the modelled ceiling.
+ * What the bounds say of a target, tightest first: the measured ones (a proxy doing only the
+ * must-do work; one only holding and checking each answer; both with the same http-proxy-3,
+ * JSON.parse and ajv), then the modelled ceiling. Out of reach when one is below the target by
+ * more than the noise.
  */
-function reachOf(goal: number, bareCheck: number | undefined, ceiling: number | undefined): string {
-  const finite = (x: number | undefined): x is number => x !== undefined && Number.isFinite(x);
-  if (finite(bareCheck) && bareCheck < goal - NOISE) {
-    return `; out of reach with http-proxy-3: holding and checking each answer alone (bare-check) gives ${bareCheck.toFixed(2)}`;
-  }
-  if (finite(ceiling) && ceiling < goal - NOISE) {
-    return `; out of reach: the must-do work alone allows at most ${ceiling.toFixed(2)}`;
-  }
-  const bounds = [
-    finite(bareCheck) ? `bare-check/bare ${bareCheck.toFixed(2)}` : undefined,
-    finite(ceiling) ? `ceiling ${ceiling.toFixed(2)}` : undefined,
-  ].filter((text) => text !== undefined);
-  if (bounds.length === 0) return "";
-  const near = [bareCheck, ceiling].some((x) => finite(x) && x < goal + NOISE);
-  return `; ${near ? "at the edge" : "within reach"}: ${bounds.join(", ")}`;
+function reachOf(
+  goal: number,
+  bounds: readonly [name: string, value: number | undefined, says: string][],
+): string {
+  const known = bounds.filter((bound): bound is [string, number, string] => Number.isFinite(bound[1]));
+  const below = known.find(([, value]) => value < goal - NOISE);
+  if (below) return `; out of reach: ${below[2]} ${below[1].toFixed(2)}`;
+  if (known.length === 0) return "";
+  const near = known.some(([, value]) => value < goal + NOISE);
+  return `; ${near ? "at the edge" : "within reach"}: ${known.map(([name, value]) => `${name} ${value.toFixed(2)}`).join(", ")}`;
 }
 
 async function keysScenario(oneKey: Target, manyKeys: Target, reference: Target): Promise<ScenarioResult> {
@@ -1151,26 +1181,26 @@ async function main(): Promise<void> {
   mustDo = await measureMustDo(direct);
   if (Object.keys(mustDo).length > 0) printMustDo(mustDo);
 
-  const bareProcess = await startNode("bare proxy", [
-    "scripts/bench/bare-proxy.ts",
-    "--target",
-    backendOrigin,
-  ]);
+  const bareProcess = await startNode("bare proxy", bareProxyArgs("bare", backendOrigin));
   const barePid = bareProcess.child.pid as number;
   const bare: Target = { name: "bare", origin: bareProcess.url, pids: () => [barePid] };
   const checkProcess = chosen("bare-check")
-    ? await startNode("checking bare proxy", [
-        "scripts/bench/bare-proxy.ts",
-        "--target",
-        backendOrigin,
-        "--check",
-      ])
+    ? await startNode("checking bare proxy", bareProxyArgs("bare-check", backendOrigin))
     : undefined;
   const checkPid = checkProcess?.child.pid as number;
   const bareCheck: Target | undefined = checkProcess && {
     name: "bare-check",
     origin: checkProcess.url,
     pids: () => [checkPid],
+  };
+  const mustProcess = chosen("bare-must")
+    ? await startNode("must-do bare proxy", bareProxyArgs("bare-must", backendOrigin))
+    : undefined;
+  const mustPid = mustProcess?.child.pid as number;
+  const bareMust: Target | undefined = mustProcess && {
+    name: "bare-must",
+    origin: mustProcess.url,
+    pids: () => [mustPid],
   };
   const oneKeyFile = join(work, "keys-1.json");
   writeKeys(oneKeyFile, 1);
@@ -1203,11 +1233,12 @@ async function main(): Promise<void> {
     (wanted("list20") || wanted("list100")) && chosen("gateway-nocontract")
       ? await startGateway("gateway-nocontract", backend.url, oneKeyFile, [], ROOT, "off")
       : undefined;
-  // The page scenarios carry the targets: with them run the checking bare proxy (the measured
-  // bound) and the gateway without its contract (the contract's own cost).
+  // The page scenarios carry the targets: with them run the checking bare proxy and the must-do
+  // bare proxy (the measured bounds) and the gateway without its contract (the contract's own cost).
   const pages = [
     ...proxies,
     ...(bareCheck ? [bareCheck] : []),
+    ...(bareMust ? [bareMust] : []),
     ...(withoutContract ? [withoutContract] : []),
   ];
   await run("list20", () =>
@@ -1303,12 +1334,7 @@ async function profile(upstreamUrl: string, direct: Target): Promise<void> {
   const backendOrigin = direct.origin;
   const bareProcess = await startNode(
     "bare proxy",
-    [
-      "scripts/bench/bare-proxy.ts",
-      "--target",
-      backendOrigin,
-      ...(flags.baseline === "bare-check" ? ["--check"] : []),
-    ],
+    bareProxyArgs(flags.baseline as Baseline, backendOrigin),
     ["--cpu-prof", `--cpu-prof-dir=${join(dir, "bare")}`],
   );
   const barePid = bareProcess.child.pid as number;

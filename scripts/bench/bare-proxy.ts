@@ -6,18 +6,39 @@
 // else: it holds each answer until it is whole, JSON.parse and the operation's compiled ajv
 // validator judge it (502 when it fails), then sends it in one piece. What that costs over the
 // bare proxy bounds, measured, what any gateway enforcing the contract with http-proxy-3 can reach.
+// With --must-do (which implies --check) it also does, in the cheapest form this project has,
+// the rest of what every request of the benchmark's gateway must: the key's SHA-256 looked up in
+// a table of digests (401 without a known key), listPets' `limit` given the document's default
+// when absent, a deadline that would answer 504, one observation of the request-duration
+// histogram and one access line through the project's logger to /dev/null (written synchronously
+// in batches, cheaper than the gateway's asynchronous destination), and nothing else.
+// What that costs over the bare proxy bounds, measured, what any gateway with these policies can
+// reach with http-proxy-3: the gateway's other work (routing, hygiene, policies as modules, the
+// contract's own rules, more metrics and headers) comes on top.
+//   node scripts/bench/bare-proxy.ts --target URL --must-do --key-sha256 HEX
 // Prints one JSON line {event:"listening", url} on stdout.
+import { hash, timingSafeEqual } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createProxyServer } from "http-proxy-3";
+import { createMetrics } from "../../src/metrics.ts";
 import { loadApiDescription } from "../../src/openapi.ts";
+import { accessLogToDevNull, answerValidator } from "./must-do-parts.ts";
 
 const { values } = parseArgs({
-  options: { target: { type: "string" }, check: { type: "boolean", default: false } },
+  options: {
+    target: { type: "string" },
+    check: { type: "boolean", default: false },
+    "must-do": { type: "boolean", default: false },
+    "key-sha256": { type: "string" },
+  },
 });
 if (!values.target) throw new Error("--target is required");
+const mustDo = values["must-do"];
+const check = values.check || mustDo;
+if (mustDo && !values["key-sha256"]) throw new Error("--must-do needs --key-sha256");
 
 const agent = new http.Agent({
   keepAlive: true,
@@ -31,9 +52,9 @@ const proxy = createProxyServer({
   agent,
   changeOrigin: true,
   xfwd: false,
-  selfHandleResponse: values.check,
+  selfHandleResponse: check,
 });
-if (values.check) proxy.on("proxyRes", checkAndSend);
+if (check) proxy.on("proxyRes", checkAndSend);
 proxy.on("error", (_error, _req, res) => {
   // Not expected under the benchmark; answer so the load generator counts it as non-2xx.
   if (res instanceof http.ServerResponse && !res.headersSent) {
@@ -45,7 +66,7 @@ proxy.on("error", (_error, _req, res) => {
 // The same server limits as the gateway's defaults, so connection handling costs the same.
 const server = http.createServer(
   { keepAliveTimeout: 75_000, headersTimeout: 10_000, requestTimeout: 30_000, maxHeaderSize: 16_384 },
-  (req, res) => proxy.web(req, res),
+  mustDo ? admit : (req, res) => proxy.web(req, res),
 );
 server.listen(0, "127.0.0.1", () => {
   const { port } = server.address() as AddressInfo;
@@ -57,29 +78,80 @@ process.once("SIGINT", () => process.exit(0));
 
 // The benchmark's three requests, each with its answer's validator; no router beyond that.
 const api = loadApiDescription(join(resolve(import.meta.dirname, "../.."), "config/openapi.json"));
-const validatorOf = (operationId: string, status: string) => {
-  const validate = api.operation(operationId)?.responses.get(status)?.validate;
-  if (!validate) throw new Error(`${operationId} ${status} has no schema`);
-  return validate;
-};
 const validators = {
-  listPets: validatorOf("listPets", "200"),
-  getPet: validatorOf("getPet", "200"),
-  createPet: validatorOf("createPet", "201"),
+  listPets: answerValidator(api, "listPets", "200"),
+  getPet: answerValidator(api, "getPet", "200"),
+  createPet: answerValidator(api, "createPet", "201"),
 };
 const PET_PATH = /^\/v1\/pets\/[0-9]+$/;
+const operationOf = (req: IncomingMessage) =>
+  req.method === "POST" ? "createPet" : PET_PATH.test(req.url ?? "") ? "getPet" : "listPets";
+
+// --must-do: a request's start and deadline, kept on its response.
+const STARTED = Symbol("started");
+const DEADLINE = Symbol("deadline");
+type Timed = ServerResponse & { [STARTED]?: number; [DEADLINE]?: NodeJS.Timeout };
+const TIMEOUT_MS = 30_000;
+const digests = new Map<string, Buffer>();
+if (values["key-sha256"]) digests.set(values["key-sha256"], Buffer.from(values["key-sha256"], "hex"));
+const limitDefault = api.operation("listPets")?.queryParameters.get("limit")?.schema.default;
+const metrics = createMetrics({ defaultMetrics: false });
+const access = mustDo ? accessLogToDevNull() : undefined;
+
+function admit(req: IncomingMessage, res: ServerResponse): void {
+  const authorization = req.headers.authorization ?? "";
+  const digest = authorization.startsWith("Bearer ")
+    ? hash("sha256", authorization.slice(7), "buffer")
+    : undefined;
+  const known = digest && digests.get(digest.toString("hex"));
+  if (!digest || !known || !timingSafeEqual(known, digest)) {
+    res.writeHead(401, { "content-type": "application/json" });
+    res.end('{"code":"UNAUTHENTICATED","message":"no known key","status":401}');
+    return;
+  }
+  if (req.method === "GET" && req.url === "/v1/pets") req.url = `/v1/pets?limit=${limitDefault}`;
+  (res as Timed)[STARTED] = performance.now();
+  (res as Timed)[DEADLINE] = setTimeout(onDeadline, TIMEOUT_MS, res);
+  proxy.web(req, res);
+}
+
+function onDeadline(res: ServerResponse): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(504, { "content-type": "application/json" });
+  res.end('{"code":"UPSTREAM_TIMEOUT","message":"no answer in time","status":504}');
+}
+
+/** Stops the deadline, observes the duration and writes the access line. */
+function observe(req: IncomingMessage, res: Timed, status: number): void {
+  clearTimeout(res[DEADLINE]);
+  const durationMs = performance.now() - (res[STARTED] ?? 0);
+  const operation = operationOf(req);
+  metrics.observeRequest(operation, req.method ?? "", status, durationMs / 1000);
+  access?.info(
+    {
+      reqId: req.headers["x-request-id"],
+      operation,
+      method: req.method,
+      path: req.url,
+      status,
+      durationMs: Math.round(durationMs * 1000) / 1000,
+      consumer: "bench",
+    },
+    "request",
+  );
+}
 
 function checkAndSend(answer: IncomingMessage, req: IncomingMessage, res: ServerResponse): void {
   const chunks: Buffer[] = [];
   answer.on("data", (chunk: Buffer) => chunks.push(chunk));
   answer.on("end", () => {
+    // Answered already (the deadline's 504 under --must-do).
+    if (res.headersSent) return;
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-    const validate =
-      req.method === "POST"
-        ? validators.createPet
-        : PET_PATH.test(req.url ?? "")
-          ? validators.getPet
-          : validators.listPets;
+    const validate = validators[operationOf(req)];
     let valid = false;
     try {
       valid = validate(JSON.parse(body.toString("utf8")));
@@ -89,9 +161,10 @@ function checkAndSend(answer: IncomingMessage, req: IncomingMessage, res: Server
     if (!valid) {
       res.writeHead(502, { "content-type": "application/json" });
       res.end('{"code":"UPSTREAM_INVALID_RESPONSE","message":"bad answer","status":502}');
-      return;
+    } else {
+      res.writeHead(answer.statusCode ?? 502, { ...answer.headers, "content-length": body.length });
+      res.end(body);
     }
-    res.writeHead(answer.statusCode ?? 502, { ...answer.headers, "content-length": body.length });
-    res.end(body);
+    if (mustDo) observe(req, res, res.statusCode);
   });
 }
