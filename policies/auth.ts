@@ -172,14 +172,13 @@ export default definePolicy<AuthOptions>({
             exchange.notes.authFailure = "empty key";
             return INVALID;
           }
-          const digest = hash("sha256", key, "buffer");
-          const entry = keys.entries.get(digest.toString("hex"));
+          // As hex text, not a Buffer: a Buffer made by crypto is a new ArrayBuffer (a backing store
+          // for the collector to track) on every request.
+          const digest = hash("sha256", key, "hex");
+          const entry = keys.entries.get(digest);
           // The table found the entry by the whole digest already; the comparison stays
           // constant-time should the table ever be keyed by less.
-          if (
-            entry === undefined ||
-            !timingSafeEqual(keys.digests.subarray(entry.at, entry.at + DIGEST_BYTES), digest)
-          ) {
+          if (entry === undefined || !sameDigest(keys.digests, entry.at, digest)) {
             exchange.notes.authFailure = "unknown key";
             return INVALID;
           }
@@ -187,7 +186,7 @@ export default definePolicy<AuthOptions>({
             // Whose key expired helps the operator; the client learns only that it is invalid.
             exchange.notes.authFailure = "expired key";
             exchange.notes.keyConsumer = entry.consumer;
-            exchange.notes.keyDigest = digestPrefix(digest.toString("hex"));
+            exchange.notes.keyDigest = digestPrefix(digest);
             return INVALID;
           }
           exchange.consumer = entry.consumer;
@@ -206,6 +205,15 @@ export default definePolicy<AuthOptions>({
     };
   },
 });
+
+/** The bytes of the digest being checked: one buffer, reused, as the check runs in one go. */
+const presented = Buffer.alloc(DIGEST_BYTES);
+
+/** Whether the table holds this hex digest at `at`, compared in constant time. */
+function sameDigest(digests: Buffer, at: number, hex: string): boolean {
+  presented.write(hex, 0, DIGEST_BYTES, "hex");
+  return timingSafeEqual(digests.subarray(at, at + DIGEST_BYTES), presented);
+}
 
 function tableOf(text: string): KeyTable {
   const records = parseKeyFile(text).keys;
