@@ -857,6 +857,13 @@ async function throughputScenario(
   ratio("bare-must/bare", "bare-must", "bare", rpsRatio);
   ratio("cpu per request bare-must/bare", "bare-must", "bare", cpuRatio);
   ratio("gateway/bare-must", "gateway", "bare-must", rpsRatio);
+  // The same bounds from each target's least disturbed round: on a shared machine interference
+  // only ever adds CPU, and a few seconds of a neighbour in one target's turn can move the median
+  // of four per-round ratios by 0.2 (seen: bare-must/bare 0.98 by req/s, 0.84 by best rounds).
+  const bestCpu = (name: string) => Math.min(...(runs[name] ?? []).map((run) => run.cpuUs ?? Number.NaN));
+  for (const name of ["gateway", "bare-check", "bare-must"]) {
+    if (runs[name] && runs.bare) ratios[`${name}/bare, best rounds' cpu`] = bestCpu("bare") / bestCpu(name);
+  }
   // Modelled: the best gateway/bare a gateway doing only the work it cannot skip could reach.
   // Throughput follows CPU per request here (the proxy is the busy process): bare / (bare + floor).
   const bareCpu = median((runs.bare ?? []).map((run) => run.cpuUs ?? Number.NaN));
@@ -871,14 +878,14 @@ async function throughputScenario(
     verdicts.push(
       `${r >= goal ? "MET" : "MISSED"}: gateway/bare ${r.toFixed(2)} (target >= ${goal})${reachOf(goal, [
         [
-          "bare-must/bare",
-          ratios["bare-must/bare"],
-          "measured: a proxy doing only the must-do work (bare-must) gives",
+          "bare-must/bare by best rounds' CPU",
+          ratios["bare-must/bare, best rounds' cpu"],
+          "measured: a proxy doing only the must-do work (bare-must) gives, by its best round's CPU per request,",
         ],
         [
-          "bare-check/bare",
-          ratios["bare-check/bare"],
-          "measured: holding and checking each answer alone (bare-check) gives",
+          "bare-check/bare by best rounds' CPU",
+          ratios["bare-check/bare, best rounds' cpu"],
+          "measured: holding and checking each answer alone (bare-check) gives, by its best round's CPU per request,",
         ],
         [
           "ceiling",
