@@ -156,6 +156,9 @@ export default definePolicy<AuthOptions>({
     process.on("SIGHUP", onHangup);
 
     return {
+      // Somebody's key sent as a request id, with no key or another one in Authorization, would be
+      // echoed in the answer and written to every log line of the request.
+      recognizesCredential: (value) => keys.entries.has(hash("sha256", value, "hex")),
       forOperation: () => ({
         onRequest(exchange) {
           const headers = exchange.req.headers;

@@ -107,6 +107,10 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     });
   }
   const arrival = options.policies.flatMap((p) => (p.onArrival ? [p.onArrival.bind(p)] : []));
+  const credentialCheckers = options.policies.flatMap((p) =>
+    p.recognizesCredential ? [p.recognizesCredential.bind(p)] : [],
+  );
+  const isCredential = (value: string) => credentialCheckers.some((recognizes) => recognizes(value));
   const trustedProxies = new Set(config.server.trustedProxies.map(normalizeAddress));
   const basePathLength = api.basePath.length;
   const accessLog = flatLineLogger(logger);
@@ -137,7 +141,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       requestId:
         typeof requestIdHeader === "string" &&
         SANE_REQUEST_ID.test(requestIdHeader) &&
-        !isOwnCredential(requestIdHeader, req.headers.authorization)
+        !isOwnCredential(requestIdHeader, req.headers.authorization) &&
+        !isCredential(requestIdHeader)
           ? requestIdHeader
           : randomUUID(),
       startedAt: performance.now(),

@@ -93,6 +93,12 @@ export interface PolicyInstance {
    */
   onArrival?(exchange: Exchange): GatewayError | LocalReply | undefined;
   forOperation(operation: Operation): OperationPolicy | undefined;
+  /**
+   * Whether a value a client sent where the gateway repeats it (its X-Request-Id, echoed in the
+   * answer and logged on every line) is a credential this policy knows: the core then makes an id
+   * of its own. Called only for a request that carries one.
+   */
+  recognizesCredential?(value: string): boolean;
   /** Reports on the ops port, by path (e.g. "/deprecations"). */
   readonly opsReports?: Readonly<Record<string, OpsReport>>;
   isReady?(): boolean;

@@ -89,6 +89,16 @@ describe("secret hygiene", () => {
     const echoed = await send("/pets", { key, headers: { "x-request-id": key } });
     assert.equal(echoed.status, 200);
     assert.notEqual(echoed.headers["x-request-id"], key);
+    // Somebody's key as the request id, with no key or another one: a known key is never repeated.
+    for (const options of [{ key: other }, {}]) {
+      const answer = await send("/pets", { ...options, headers: { "x-request-id": key } });
+      assert.ok([200, 401].includes(answer.status));
+      assert.notEqual(answer.headers["x-request-id"], key);
+      assert.match(String(answer.headers["x-request-id"]), /^[0-9a-f-]{36}$/);
+    }
+    // An id that is not a known key is kept as the client sent it.
+    const kept = await send("/pets", { key: other, headers: { "x-request-id": "order-4711-retry-2" } });
+    assert.equal(kept.headers["x-request-id"], "order-4711-retry-2");
     for (const body of [
       JSON.stringify({ name: key, categoryId: 1 }),
       JSON.stringify({ name: "Rex", categoryId: key }),
