@@ -156,6 +156,8 @@ export default definePolicy<AuthOptions>({
     process.on("SIGHUP", onHangup);
 
     return {
+      // The challenge of every 401 (MISSING, INVALID).
+      responseHeaders: ["www-authenticate"],
       // Somebody's key sent as a request id, with no key or another one in Authorization, would be
       // echoed in the answer and written to every log line of the request.
       recognizesCredential: (value) => keys.entries.has(hash("sha256", value, "hex")),

@@ -11,8 +11,8 @@ export interface CorsOptions {
   readonly allowedOrigins: readonly string[];
   /** Request headers a page may send (Authorization for the key, Content-Type for JSON). */
   readonly allowedHeaders: readonly string[];
-  /** Response headers a page may read besides the CORS-safelisted ones. */
-  readonly exposedHeaders: readonly string[];
+  /** Response headers a page may read besides the CORS-safelisted ones; default: every header the gateway adds. */
+  readonly exposedHeaders: readonly string[] | undefined;
   /** How long a browser may cache a preflight answer. */
   readonly maxAgeSeconds: number;
 }
@@ -41,12 +41,11 @@ export default definePolicy<CorsOptions>({
       exposedHeaders: {
         type: "array",
         items: { type: "string", pattern: HEADER_NAME },
-        default: ["x-request-id", "x-limit-applied", "deprecation", "sunset", "link", "www-authenticate"],
       },
       maxAgeSeconds: { type: "integer", minimum: 0, maximum: 86_400, default: 600 },
     },
   },
-  create(options, { api }) {
+  create(options, { api, responseHeaders }) {
     if (options.allowedOrigins.length === 0) return { forOperation: () => undefined };
     const anyOrigin = options.allowedOrigins.includes("*");
     if (anyOrigin && options.allowedOrigins.length > 1) {
@@ -56,7 +55,8 @@ export default definePolicy<CorsOptions>({
     const origins = new Set(options.allowedOrigins.map((origin) => origin.toLowerCase()));
     const router = createRouter(api.basePath, api.operations);
     const allowHeaders = options.allowedHeaders.join(", ");
-    const exposeHeaders = options.exposedHeaders.join(", ");
+    // The other policies are not all created yet: the list is made on the first answer.
+    let exposeHeaders: string | undefined;
     const maxAge = String(options.maxAgeSeconds);
 
     return {
@@ -84,6 +84,7 @@ export default definePolicy<CorsOptions>({
           };
         }
         exchange.responseHeaders["access-control-allow-origin"] = allowOrigin;
+        exposeHeaders ??= (options.exposedHeaders ?? responseHeaders()).join(", ");
         if (exposeHeaders !== "") exchange.responseHeaders["access-control-expose-headers"] = exposeHeaders;
         return undefined;
       },

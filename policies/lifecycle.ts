@@ -345,6 +345,10 @@ export default definePolicy<LifecycleOptions>({
     };
 
     return {
+      responseHeaders: [
+        ...(deprecations.size > 0 ? ["deprecation", "sunset", "link"] : []),
+        ...(stability.size > 0 ? [STABILITY_HEADER] : []),
+      ],
       forOperation(operation) {
         const deprecation = deprecations.get(operation.id);
         const marker = stability.get(operation.id);

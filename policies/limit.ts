@@ -68,6 +68,7 @@ export default definePolicy<LimitOptions>({
     }
 
     return {
+      responseHeaders: [...byOperation.values()].flat().map((bounds) => bounds.appliedHeader),
       forOperation(operation) {
         const all = byOperation.get(operation.id);
         if (!all) return undefined;

@@ -9,7 +9,7 @@ import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics, UNMATCHED } from "./metrics.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
 import { createOpsHandler, createOpsServer, localOpsSource } from "./ops.ts";
-import { createPipeline } from "./pipeline.ts";
+import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline.ts";
 import type { AnyPolicyDefinition, OpsReport, PolicyContext, PolicyInstance } from "./policy.ts";
 
 export interface GatewayOptions {
@@ -54,6 +54,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     metrics,
     environment: options.environment,
     now: options.now ?? Date.now,
+    responseHeaders: () => [
+      ...new Set([
+        ...CORE_RESPONSE_HEADERS,
+        ...instances.flatMap((instance) => instance.responseHeaders ?? []),
+      ]),
+    ],
   };
   const instances: PolicyInstance[] = [];
   try {

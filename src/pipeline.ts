@@ -60,6 +60,8 @@ const SPOOFABLE: readonly string[] = [
   "expect",
 ];
 const FORWARDED_FOR = "x-forwarded-for";
+/** What the core adds to every answer that a client may want to read (the nosniff header is for browsers themselves). */
+export const CORE_RESPONSE_HEADERS: readonly string[] = ["x-request-id"];
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 // The path the policies judge must be the path the backend gets: no percent-encoding, no
 // backslash, no ';' parameters, no empty or dot segments, no control characters.

@@ -99,6 +99,11 @@ export interface PolicyInstance {
    * of its own. Called only for a request that carries one.
    */
   recognizesCredential?(value: string): boolean;
+  /**
+   * The response headers this policy may add to answers (lower case), so that a policy telling
+   * clients what they may read (CORS) names them without knowing this one.
+   */
+  readonly responseHeaders?: readonly string[];
   /** Reports on the ops port, by path (e.g. "/deprecations"). */
   readonly opsReports?: Readonly<Record<string, OpsReport>>;
   isReady?(): boolean;
@@ -113,6 +118,11 @@ export interface PolicyContext {
   readonly environment: string;
   /** Milliseconds since the epoch; injectable so tests never wait for a real date. */
   now(): number;
+  /**
+   * Every response header the core and the policies add to answers. Complete once every policy
+   * is created: read it while serving, not in create().
+   */
+  responseHeaders(): readonly string[];
 }
 
 export interface PolicyDefinition<Options> {

@@ -1,9 +1,10 @@
 // CORS: off unless origins are configured; then a preflight (no key) is answered before
 // authentication, for the configured origins and the document's operations only.
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
-import { validateConfig } from "../src/config.ts";
+import { PROJECT_ROOT, validateConfig } from "../src/config.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import { assertNoSecrets, capturedOutputs, contractAnswer, watchForCrashes } from "./hardening-kit.ts";
 import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
@@ -104,7 +105,15 @@ describe("CORS", () => {
     const ok = await request(`${on.url}/pets`, { key, headers: { origin: APP } });
     assert.equal(ok.status, 200);
     assert.equal(ok.headers["access-control-allow-origin"], APP);
-    assert.match(String(ok.headers["access-control-expose-headers"]), /x-request-id/);
+    // By default a page may read every header the gateway adds, as the policies adding them declare.
+    assert.deepEqual(String(ok.headers["access-control-expose-headers"]).split(", ").sort(), [
+      "deprecation",
+      "link",
+      "sunset",
+      "www-authenticate",
+      "x-limit-applied",
+      "x-request-id",
+    ]);
     const denied = await request(`${on.url}/pets`, { headers: { origin: "http://localhost:5173" } });
     assert.equal(denied.status, 401, "a request that is not a preflight still needs its key");
     assert.equal(denied.headers["access-control-allow-origin"], "http://localhost:5173");
@@ -112,6 +121,41 @@ describe("CORS", () => {
     assert.equal(stranger.status, 200);
     assert.equal(stranger.headers["access-control-allow-origin"], undefined);
     assert.match(String(stranger.headers.vary), /Origin/);
+  });
+
+  test("a header a policy adds only for some documents is exposed with them: x-api-stability", async () => {
+    const gw = await startGateway({
+      upstreamUrl: backend.url,
+      config: {
+        openapi: join(PROJECT_ROOT, "test/fixtures/openapi-next.json"),
+        policies: { auth: { keysFile }, cors: { allowedOrigins: [APP] } },
+      },
+    });
+    try {
+      const answer = await request(`${gw.url}/pets`, { headers: { origin: APP } });
+      assert.match(String(answer.headers["access-control-expose-headers"]), /(?:^|, )x-api-stability(?:,|$)/);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  test("exposedHeaders, when set, is the whole list a page may read", async () => {
+    for (const [exposedHeaders, expected] of [
+      [["x-request-id"], "x-request-id"],
+      [[], undefined],
+    ] as const) {
+      const gw = await startGateway({
+        upstreamUrl: backend.url,
+        config: { policies: { auth: { keysFile }, cors: { allowedOrigins: [APP], exposedHeaders } } },
+      });
+      try {
+        const answer = await request(`${gw.url}/pets`, { key, headers: { origin: APP } });
+        assert.equal(answer.status, 200);
+        assert.equal(answer.headers["access-control-expose-headers"], expected);
+      } finally {
+        await gw.close();
+      }
+    }
   });
 
   test("Vary: Origin adds to the backend's own Vary", async () => {

@@ -699,6 +699,7 @@ describe("100,000 keys", () => {
             metrics: createMetrics({ defaultMetrics: false }),
             environment: "production",
             now: Date.now,
+            responseHeaders: () => [],
           },
         );
         try {
