@@ -160,7 +160,9 @@ export default definePolicy<AuthOptions>({
       responseHeaders: ["www-authenticate"],
       // Somebody's key sent as a request id, with no key or another one in Authorization, would be
       // echoed in the answer and written to every log line of the request.
-      recognizesCredential: (value) => keys.entries.has(hash("sha256", value, "hex")),
+      // A digest from the key file is not a key, but it must not come out anywhere either.
+      recognizesCredential: (value) =>
+        keys.entries.has(hash("sha256", value, "hex")) || keys.entries.has(value.toLowerCase()),
       forOperation: () => ({
         onRequest(exchange) {
           const headers = exchange.req.headers;

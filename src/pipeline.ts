@@ -136,17 +136,18 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       return;
     }
     const requestIdHeader = req.headers["x-request-id"];
+    const clientId =
+      typeof requestIdHeader === "string" && SANE_REQUEST_ID.test(requestIdHeader)
+        ? requestIdHeader
+        : undefined;
+    const credentialAsId =
+      clientId !== undefined &&
+      (isOwnCredential(clientId, req.headers.authorization) || isCredential(clientId));
     const exchange: Exchange = {
       req,
       res,
       url: req.url ?? "",
-      requestId:
-        typeof requestIdHeader === "string" &&
-        SANE_REQUEST_ID.test(requestIdHeader) &&
-        !isOwnCredential(requestIdHeader, req.headers.authorization) &&
-        !isCredential(requestIdHeader)
-          ? requestIdHeader
-          : randomUUID(),
+      requestId: clientId !== undefined && !credentialAsId ? clientId : randomUUID(),
       startedAt: performance.now(),
       clientAddress: clientAddressOf(req, trustedProxies),
       operation: undefined,
@@ -166,6 +167,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     };
     (req as Carrier)[EXCHANGE] = exchange;
     (res as Carrier)[EXCHANGE] = exchange;
+    // Replacing a known key tells the client it is one: the operator sees that somebody tried.
+    if (credentialAsId) exchange.notes.requestIdReplaced = "credential";
     res.once("close", onResponseClose);
     req.on("error", ignoreClientError);
     res.on("error", ignoreClientError);

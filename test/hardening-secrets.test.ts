@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import { assertNoSecrets, capturedOutputs, contractAnswer, watchForCrashes } from "./hardening-kit.ts";
-import { request, sha256, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+import { eventually, request, sha256, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
 const { file: keysFile, keys, key, keyOf } = writeKeysFile(["acme", "globex"]);
 const other = keyOf("globex");
@@ -89,12 +89,20 @@ describe("secret hygiene", () => {
     const echoed = await send("/pets", { key, headers: { "x-request-id": key } });
     assert.equal(echoed.status, 200);
     assert.notEqual(echoed.headers["x-request-id"], key);
-    // Somebody's key as the request id, with no key or another one: a known key is never repeated.
-    for (const options of [{ key: other }, {}]) {
-      const answer = await send("/pets", { ...options, headers: { "x-request-id": key } });
-      assert.ok([200, 401].includes(answer.status));
-      assert.notEqual(answer.headers["x-request-id"], key);
+    // Somebody's key (or its digest) as the request id, with another key or none: never repeated,
+    // and the operator sees in the access line that somebody sent one.
+    for (const [options, status, id] of [
+      [{ key: other }, 200, key],
+      [{}, 401, key],
+      [{ key: other }, 200, sha256(key)],
+    ] as const) {
+      const answer = await send("/pets", { ...options, headers: { "x-request-id": id } });
+      assert.equal(answer.status, status);
       assert.match(String(answer.headers["x-request-id"]), /^[0-9a-f-]{36}$/);
+      const line = await eventually("the access line", () =>
+        gw.logs.messages("request").find((entry) => entry.reqId === answer.headers["x-request-id"]),
+      );
+      assert.equal(line.requestIdReplaced, "credential");
     }
     // An id that is not a known key is kept as the client sent it.
     const kept = await send("/pets", { key: other, headers: { "x-request-id": "order-4711-retry-2" } });
