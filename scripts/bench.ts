@@ -178,7 +178,37 @@ for (const id of only) {
   if (!(ALL_SCENARIOS as readonly string[]).includes(id)) refuseOption(`--only: unknown scenario ${id}`);
 }
 const wanted = (id: ScenarioId) => only.has(id);
+const ALL_TARGETS = [
+  "direct",
+  "nginx",
+  "bare",
+  "bare-check",
+  "bare-must",
+  "gateway",
+  "gateway-nocontract",
+  "compare",
+];
 const targetFilter = flags.targets ? new Set(flags.targets.split(",")) : undefined;
+for (const name of targetFilter ?? []) {
+  if (!ALL_TARGETS.includes(name)) refuseOption(`--targets: unknown target ${name}`);
+}
+if (flags.compare && flags["compare-flags"]) refuseOption("--compare and --compare-flags: one at a time");
+/** The commit --compare names, resolved before anything starts. */
+const comparedCommit = flags.compare === undefined ? undefined : resolveCommit(flags.compare);
+
+function resolveCommit(ref: string): string {
+  if (!/^[\w./@^~-]+$/.test(ref)) refuseOption(`--compare: not a git ref: ${ref}`);
+  try {
+    return execFileSync("git", ["rev-parse", "--short", `${ref}^{commit}`], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "ignore"],
+    })
+      .toString()
+      .trim();
+  } catch {
+    return refuseOption(`--compare: ${ref} names no commit of this repository`);
+  }
+}
 const chosen = (name: string) => targetFilter === undefined || targetFilter.has(name);
 
 function onPath(command: string): string | undefined {
@@ -401,11 +431,7 @@ async function startGateway(
 }
 
 /** The tree of a git ref, unpacked next to the benchmark's other files, sharing node_modules. */
-function checkout(ref: string): { root: string; name: string } {
-  if (!/^[\w./@^~-]+$/.test(ref)) refuseOption(`--compare: not a git ref: ${ref}`);
-  const commit = execFileSync("git", ["rev-parse", "--short", `${ref}^{commit}`], { cwd: ROOT })
-    .toString()
-    .trim();
+function checkout(commit: string): { root: string; name: string } {
   const root = join(work, `gateway-${commit}`);
   mkdirSync(root);
   execFileSync("sh", ["-c", `git archive ${commit} | tar -x -C "${root}"`], { cwd: ROOT });
@@ -857,13 +883,18 @@ async function throughputScenario(
   ratio("bare-must/bare", "bare-must", "bare", rpsRatio);
   ratio("cpu per request bare-must/bare", "bare-must", "bare", cpuRatio);
   ratio("gateway/bare-must", "gateway", "bare-must", rpsRatio);
-  // The same bounds from each target's least disturbed round: on a shared machine interference
-  // only ever adds CPU, and a few seconds of a neighbour in one target's turn can move the median
-  // of four per-round ratios by 0.2 (seen: bare-must/bare 0.98 by req/s, 0.84 by best rounds).
+  // The same ratios read another way: each target's least disturbed round, bare's CPU per request
+  // over the target's. A neighbour's few seconds in one target's turn moved the median of four
+  // per-round ratios by 0.2 (bare-must/bare 0.98 by req/s, 0.84 by best rounds), in either
+  // direction: a proxy short of CPU also handles more requests per wake-up.
   const bestCpu = (name: string) => Math.min(...(runs[name] ?? []).map((run) => run.cpuUs ?? Number.NaN));
+  const bestRounds = (name: string) => `${name}/bare by best rounds (bare's CPU per request / ${name}'s)`;
   for (const name of ["gateway", "bare-check", "bare-must"]) {
-    if (runs[name] && runs.bare) ratios[`${name}/bare, best rounds' cpu`] = bestCpu("bare") / bestCpu(name);
+    if (runs[name] && runs.bare) ratios[bestRounds(name)] = bestCpu("bare") / bestCpu(name);
   }
+  // A measured bound is judged by the better of its two readings: out of reach only when both are.
+  const measuredBound = (name: string) =>
+    Math.max(ratios[`${name}/bare`] ?? Number.NaN, ratios[bestRounds(name)] ?? Number.NaN);
   // Modelled: the best gateway/bare a gateway doing only the work it cannot skip could reach.
   // Throughput follows CPU per request here (the proxy is the busy process): bare / (bare + floor).
   const bareCpu = median((runs.bare ?? []).map((run) => run.cpuUs ?? Number.NaN));
@@ -878,14 +909,14 @@ async function throughputScenario(
     verdicts.push(
       `${r >= goal ? "MET" : "MISSED"}: gateway/bare ${r.toFixed(2)} (target >= ${goal})${reachOf(goal, [
         [
-          "bare-must/bare by best rounds' CPU",
-          ratios["bare-must/bare, best rounds' cpu"],
-          "measured: a proxy doing only the must-do work (bare-must) gives, by its best round's CPU per request,",
+          "bare-must/bare",
+          measuredBound("bare-must"),
+          "measured: a proxy doing only the must-do work (bare-must) gives at best",
         ],
         [
-          "bare-check/bare by best rounds' CPU",
-          ratios["bare-check/bare, best rounds' cpu"],
-          "measured: holding and checking each answer alone (bare-check) gives, by its best round's CPU per request,",
+          "bare-check/bare",
+          measuredBound("bare-check"),
+          "measured: holding and checking each answer alone (bare-check) gives at best",
         ],
         [
           "ceiling",
@@ -1214,9 +1245,8 @@ async function main(): Promise<void> {
   const gateway = await startGateway("gateway", backend.url, oneKeyFile);
   const nginx = chosen("nginx") ? await startNginx(backendOrigin) : undefined;
   const proxies: Target[] = [direct, ...(nginx ? [nginx] : []), bare, gateway].filter((t) => chosen(t.name));
-  if (flags.compare && flags["compare-flags"]) refuseOption("--compare and --compare-flags: one at a time");
-  if (flags.compare) {
-    const tree = checkout(flags.compare);
+  if (comparedCommit) {
+    const tree = checkout(comparedCommit);
     proxies.push(await startGateway(tree.name, backend.url, oneKeyFile, START_FLAGS, tree.root));
     compared = tree.name;
   } else if (flags["compare-flags"]) {

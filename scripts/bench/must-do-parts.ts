@@ -1,5 +1,5 @@
-// The pieces the must-do measurement (must-do.ts) and the must-do proxy (bare-proxy.ts --must-do)
-// share, so that the modelled and the measured bound do the same work the same way.
+// What the must-do measurement (must-do.ts) and the must-do proxy (bare-proxy.ts --must-do) share:
+// the same validator lookup and the same access-line logger.
 import { openSync } from "node:fs";
 import pino from "pino";
 import { createLogger, destinationOptions, flatLineLogger, type Logger } from "../../src/logger.ts";
@@ -13,9 +13,9 @@ export function answerValidator(api: ApiDescription, operationId: string, status
 }
 
 /**
- * The access line's logger, writing to /dev/null in batches and synchronously: cheaper than the
- * gateway's asynchronous destination, whose writes go through libuv's thread pool, so that a
- * bound built with it is generous.
+ * The access line's logger, writing to /dev/null in batches and synchronously: alone, 0.65 us a
+ * line against 1.85 us through the gateway's asynchronous destination (libuv's thread pool); in
+ * the gateway under load the two measured the same (README, Performance). No dearer, either way.
  */
 export function accessLogToDevNull(): Logger {
   const destination = pino.destination({
