@@ -1,13 +1,16 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
-import { availableParallelism } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
 import { nextRestart, workerCount } from "../src/cluster.ts";
 import { loadConfig } from "../src/config.ts";
 import {
+  eventually,
   GATEWAY_PROGRAM,
   type GatewayProcess,
   PROJECT_ROOT,
@@ -16,6 +19,7 @@ import {
   sampleValue,
   scrape,
   startGatewayProcess,
+  writeKeysFile,
 } from "./harness.ts";
 
 const accessLines = (gateway: GatewayProcess) => gateway.lines.filter((line) => line.msg === "request");
@@ -205,6 +209,45 @@ test("when no worker can start (a busy port), the group stops with the error ins
     assert.match(stderr, /^petstore-gateway: .*EADDRINUSE.*$/m);
   } finally {
     busy.close();
+  }
+});
+
+test("only the workers probe an idle backend: the primary adds no connection of its own", async () => {
+  // The probe only connects; each connection is one probe of one process.
+  let connections = 0;
+  const backend = net.createServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  backend.listen(0, "127.0.0.1");
+  await once(backend, "listening");
+  const dir = mkdtempSync(join(tmpdir(), "gw-probe-"));
+  const configFile = join(dir, "gateway.json");
+  writeFileSync(configFile, JSON.stringify({ upstream: { probeIntervalMs: 100 } }));
+  const { file: keysFile } = writeKeysFile(["acme"], dir);
+  const gateway = await startGatewayProcess({
+    WORKERS: "2",
+    GATEWAY_CONFIG: configFile,
+    UPSTREAM_URL: `http://127.0.0.1:${(backend.address() as AddressInfo).port}/v1`,
+    API_KEYS_FILE: keysFile,
+  });
+  try {
+    await gateway.waitFor((line) => line.msg === "worker listening");
+    await eventually("both workers listening", () =>
+      gateway.lines.filter((line) => line.msg === "worker listening").length >= 2 ? true : undefined,
+    );
+    const before = connections;
+    const startedAt = performance.now();
+    await new Promise((wake) => setTimeout(wake, 1500));
+    const probes = connections - before;
+    const intervals = (performance.now() - startedAt) / 100;
+    // Two probers make at most one connection each per interval; a third (the primary) would add
+    // as many again. A busy machine delays timers, which only lowers the count.
+    assert.ok(probes <= 2 * (intervals + 1), `${probes} probes in ${intervals.toFixed(1)} intervals`);
+    assert.ok(probes >= 4, `the workers probe: ${probes} probes`);
+  } finally {
+    await gateway.stop("SIGKILL");
+    backend.close();
   }
 });
 
