@@ -706,11 +706,11 @@ function normalizeAddress(address: string): string {
 
 // A key pasted into the query string (?api_key=…) is refused, but its line must not keep it.
 const CREDENTIAL_QUERY = /([?&][^=&]*(?:key|token|auth|secret|password|signature)[^=&]*=)[^&]*/gi;
-// A key pasted anywhere else in the target (?status=<key>, /pets/<key>): long runs mixing letters
-// and digits are what keys look like, and nothing of this interface's paths (ids are digits).
+// A key pasted anywhere else in the target (?status=<key>, /pets/<key>): long runs holding a letter
+// are what keys look like (a random key may have no digit), and nothing of this interface's paths
+// or values is (ids are digits).
 const TOKEN_SHAPED = /[A-Za-z0-9_.~+-]{24,}/g;
 const LETTER = /[A-Za-z]/;
-const DIGIT = /[0-9]/;
 
 /** The request target for the log: bounded in length, with key material redacted. */
 function loggedPath(url: string): string {
@@ -722,7 +722,7 @@ function loggedPath(url: string): string {
 }
 
 function redactKeyShaped(run: string): string {
-  return LETTER.test(run) && DIGIT.test(run) ? "[redacted]" : run;
+  return LETTER.test(run) ? "[redacted]" : run;
 }
 
 /** A request id that repeats the request's own key (or a part of it that long) would log the key. */
