@@ -1219,27 +1219,14 @@ async function main(): Promise<void> {
   mustDo = await measureMustDo(direct);
   if (Object.keys(mustDo).length > 0) printMustDo(mustDo);
 
-  const bareProcess = await startNode("bare proxy", bareProxyArgs("bare", backendOrigin));
-  const barePid = bareProcess.child.pid as number;
-  const bare: Target = { name: "bare", origin: bareProcess.url, pids: () => [barePid] };
-  const checkProcess = chosen("bare-check")
-    ? await startNode("checking bare proxy", bareProxyArgs("bare-check", backendOrigin))
-    : undefined;
-  const checkPid = checkProcess?.child.pid as number;
-  const bareCheck: Target | undefined = checkProcess && {
-    name: "bare-check",
-    origin: checkProcess.url,
-    pids: () => [checkPid],
+  const startBare = async (kind: Baseline): Promise<Target> => {
+    const { child, url } = await startNode(kind, bareProxyArgs(kind, backendOrigin));
+    const pid = child.pid as number;
+    return { name: kind, origin: url, pids: () => [pid] };
   };
-  const mustProcess = chosen("bare-must")
-    ? await startNode("must-do bare proxy", bareProxyArgs("bare-must", backendOrigin))
-    : undefined;
-  const mustPid = mustProcess?.child.pid as number;
-  const bareMust: Target | undefined = mustProcess && {
-    name: "bare-must",
-    origin: mustProcess.url,
-    pids: () => [mustPid],
-  };
+  const bare = await startBare("bare");
+  const bareCheck = chosen("bare-check") ? await startBare("bare-check") : undefined;
+  const bareMust = chosen("bare-must") ? await startBare("bare-must") : undefined;
   const oneKeyFile = join(work, "keys-1.json");
   writeKeys(oneKeyFile, 1);
   const gateway = await startGateway("gateway", backend.url, oneKeyFile);
