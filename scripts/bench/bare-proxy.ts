@@ -24,7 +24,7 @@ import { parseArgs } from "node:util";
 import { createProxyServer } from "http-proxy-3";
 import { createMetrics } from "../../src/metrics.ts";
 import { loadApiDescription } from "../../src/openapi.ts";
-import { accessLogToDevNull, answerValidator } from "./must-do-parts.ts";
+import { accessLogToDevNull, answerValidator, DEADLINE_MS } from "./must-do-parts.ts";
 
 const { values } = parseArgs({
   options: {
@@ -91,7 +91,6 @@ const operationOf = (req: IncomingMessage) =>
 const STARTED = Symbol("started");
 const DEADLINE = Symbol("deadline");
 type Timed = ServerResponse & { [STARTED]?: number; [DEADLINE]?: NodeJS.Timeout };
-const TIMEOUT_MS = 30_000;
 const GENERATED_ID_SIZED = "00000000-0000-4000-8000-000000000000";
 const digests = new Map<string, Buffer>();
 const presented = Buffer.alloc(32);
@@ -113,7 +112,7 @@ function admit(req: IncomingMessage, res: ServerResponse): void {
   }
   if (req.method === "GET" && req.url === "/v1/pets") req.url = `/v1/pets?limit=${limitDefault}`;
   (res as Timed)[STARTED] = performance.now();
-  (res as Timed)[DEADLINE] = setTimeout(onDeadline, TIMEOUT_MS, res);
+  (res as Timed)[DEADLINE] = setTimeout(onDeadline, DEADLINE_MS, res);
   proxy.web(req, res);
 }
 

@@ -2,8 +2,13 @@
 // the same validator lookup and the same access-line logger.
 import { openSync } from "node:fs";
 import pino from "pino";
+import policies from "../../policies/index.ts";
+import { validateConfig } from "../../src/config.ts";
 import { createLogger, destinationOptions, flatLineLogger, type Logger } from "../../src/logger.ts";
 import type { ApiDescription } from "../../src/openapi.ts";
+
+/** The deadline both set: the gateway's default upstream.timeoutMs, read from its config schema. */
+export const DEADLINE_MS = validateConfig({}, policies).upstream.timeoutMs;
 
 /** The compiled ajv validator of an operation's answer with this status. */
 export function answerValidator(api: ApiDescription, operationId: string, status: string) {
