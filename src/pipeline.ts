@@ -112,7 +112,10 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const credentialCheckers = options.policies.flatMap((p) =>
     p.recognizesCredential ? [p.recognizesCredential.bind(p)] : [],
   );
-  const isCredential = (value: string) => credentialCheckers.some((recognizes) => recognizes(value));
+  const isCredential = (value: string) => {
+    for (const recognizes of credentialCheckers) if (recognizes(value)) return true;
+    return false;
+  };
   const trustedProxies = new Set(config.server.trustedProxies.map(normalizeAddress));
   const basePathLength = api.basePath.length;
   const accessLog = flatLineLogger(logger);
