@@ -6,6 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { test } from "node:test";
+import { validateConfig } from "../src/config.ts";
+import { definePolicy } from "../src/policy.ts";
 import { eventually, GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
 
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
@@ -122,6 +124,40 @@ test("a setting with alternatives says what it accepts when refused", async () =
   const workers = await startUp({ WORKERS: "abc" });
   assert.equal(workers.code, 1);
   assert.match(workers.stderr, /WORKERS \(\/workers\) must be an integer from 1 to 256 or "auto"/);
+});
+
+test("a CORS origin with a path is refused with what an origin looks like", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
+  const configFile = join(dir, "gateway.json");
+  writeFileSync(
+    configFile,
+    JSON.stringify({ policies: { cors: { allowedOrigins: ["https://shop.example/path"] } } }),
+  );
+  const { code, stderr } = await startUp({ GATEWAY_CONFIG: configFile });
+  assert.equal(code, 1);
+  assert.equal(
+    stderr,
+    `petstore-gateway: invalid config: ${configFile}: /policies/cors/allowedOrigins/0 must be "*" or an origin such as https://shop.example (scheme, host and optional port, no path)\n`,
+  );
+});
+
+test("an alternative without a description is named by its pattern, in anyOf and oneOf alike", () => {
+  const option = (keyword: string) =>
+    definePolicy<unknown>({
+      name: "probe",
+      optionsSchema: {
+        type: "object",
+        properties: { tag: { [keyword]: [{ const: 0 }, { type: "string", pattern: "^v[0-9]+$" }] } },
+      },
+      create: () => ({ forOperation: () => undefined }),
+    });
+  for (const keyword of ["anyOf", "oneOf"]) {
+    assert.throws(
+      () => validateConfig({ policies: { probe: { tag: "latest" } } }, [option(keyword)]),
+      { message: "invalid config: /policies/probe/tag must be 0 or a string matching ^v[0-9]+$" },
+      keyword,
+    );
+  }
 });
 
 test("SIGTERM to npm start reaches the gateway itself, which stops gracefully", async () => {
