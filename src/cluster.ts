@@ -289,6 +289,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       everListened = true;
       logListening(log, setup, { port: address.port, opsPort, workers: options.workers });
       options.onListening?.(address.port, opsPort, gateway.api);
+      if (!stopping) for (const other of slots) if (other.worker === undefined) fork(other);
     });
     worker.on("exit", (code: number | null, signal: string | null) => onExit(slot, worker, code, signal));
   };
@@ -373,7 +374,10 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     stop(signal);
   }
 
-  for (const slot of slots) fork(slot);
+  // One worker first, the others once it listens: an address that cannot be listened on (a busy
+  // port, a host that does not resolve) fails in that one worker and is told in one line, not
+  // once per worker, racing.
+  fork(slots[0] as Slot);
 }
 
 /** A message that may not arrive (the worker may be on its way out). */
