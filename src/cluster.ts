@@ -4,13 +4,13 @@
 // them, restarts a worker that dies (backing off when one keeps dying young), and passes a
 // graceful shutdown on to the workers.
 import cluster, { type Worker } from "node:cluster";
-import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { availableParallelism } from "node:os";
 import { AggregatorRegistry, Counter, Gauge, Registry } from "prom-client";
 import policies from "../policies/index.ts";
 import { validateConfig } from "./config.ts";
 import { createGateway } from "./gateway.ts";
+import { listen } from "./listen.ts";
 import { createLogger, type LoggerHandle } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
 import type { ApiDescription } from "./openapi.ts";
@@ -354,8 +354,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     source,
   });
   const opsServer = createOpsServer(handleOps);
-  opsServer.listen(config.opsPort, config.opsHost);
-  await once(opsServer, "listening");
+  await listen(opsServer, config, "ops");
   opsPort = (opsServer.address() as AddressInfo).port;
 
   process.on("SIGTERM", onSignal);
