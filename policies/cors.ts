@@ -28,7 +28,15 @@ export default definePolicy<CorsOptions>({
       allowedOrigins: {
         type: "array",
         items: {
-          anyOf: [{ const: "*" }, { type: "string", pattern: "^https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?$" }],
+          anyOf: [
+            { const: "*" },
+            {
+              type: "string",
+              pattern: "^https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?$",
+              // Named in the start-up error: a pasted page URL is the usual mistake.
+              description: "an origin such as https://shop.example (scheme, host and optional port, no path)",
+            },
+          ],
         },
         uniqueItems: true,
         default: [],

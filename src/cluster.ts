@@ -4,13 +4,13 @@
 // them, restarts a worker that dies (backing off when one keeps dying young), and passes a
 // graceful shutdown on to the workers.
 import cluster, { type Worker } from "node:cluster";
-import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { availableParallelism } from "node:os";
 import { AggregatorRegistry, Counter, Gauge, Registry } from "prom-client";
 import policies from "../policies/index.ts";
 import { validateConfig } from "./config.ts";
 import { createGateway } from "./gateway.ts";
+import { listen } from "./listen.ts";
 import { createLogger, type LoggerHandle } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
 import type { ApiDescription } from "./openapi.ts";
@@ -289,6 +289,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       everListened = true;
       logListening(log, setup, { port: address.port, opsPort, workers: options.workers });
       options.onListening?.(address.port, opsPort, gateway.api);
+      if (!stopping) for (const other of slots) if (other.worker === undefined) fork(other);
     });
     worker.on("exit", (code: number | null, signal: string | null) => onExit(slot, worker, code, signal));
   };
@@ -353,8 +354,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     source,
   });
   const opsServer = createOpsServer(handleOps);
-  opsServer.listen(config.opsPort, config.opsHost);
-  await once(opsServer, "listening");
+  await listen(opsServer, config, "ops");
   opsPort = (opsServer.address() as AddressInfo).port;
 
   process.on("SIGTERM", onSignal);
@@ -373,7 +373,10 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     stop(signal);
   }
 
-  for (const slot of slots) fork(slot);
+  // One worker first, the others once it listens: an address that cannot be listened on (a busy
+  // port, a host that does not resolve) fails in that one worker and is told in one line, not
+  // once per worker, racing.
+  fork(slots[0] as Slot);
 }
 
 /** A message that may not arrive (the worker may be on its way out). */

@@ -125,6 +125,13 @@ const CORE_ENVIRONMENT: Readonly<Record<string, string>> = {
   WORKERS: "/workers",
 };
 
+/** A setting as the README's Configuration table names it: its environment variable if it has one, and its field ("HOST / host"). */
+export function settingName(pointer: string): string {
+  const field = pointer.slice(1).replaceAll("/", ".");
+  const variable = Object.keys(CORE_ENVIRONMENT).find((name) => CORE_ENVIRONMENT[name] === pointer);
+  return variable === undefined ? field : `${variable} / ${field}`;
+}
+
 export interface LoadConfigOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** Overrides applied last, for tests and embedding: a partial config object. */
@@ -208,11 +215,15 @@ function describeConfigError(
   describe: (pointer: string) => string,
 ) {
   // A field with alternatives (0 or from 100 ms; a count or "auto") fails each branch first:
-  // the alternatives are what to tell, not the first branch's complaint.
-  const error = errors?.find((e) => e.keyword === "anyOf") ?? errors?.[0];
+  // the alternatives are what to tell, not the first branch's complaint. A oneOf that more than
+  // one branch matched is not a missing alternative: ajv's own message says so.
+  const missedEveryBranch = (e: ErrorObject) =>
+    e.keyword === "anyOf" || (e.keyword === "oneOf" && e.params.passingSchemas === null);
+  const error = errors?.find(missedEveryBranch) ?? errors?.[0];
   if (!error) return "unknown error";
-  if (error.keyword === "anyOf") {
-    return `${describe(error.instancePath)} must be ${alternatives(error.parentSchema as { anyOf: Record<string, unknown>[] })}`;
+  if (missedEveryBranch(error)) {
+    const branches = (error.parentSchema as Record<string, Record<string, unknown>[]>)[error.keyword] ?? [];
+    return `${describe(error.instancePath)} must be ${alternatives(branches)}`;
   }
   const params = error.params as Record<string, unknown>;
   if (error.keyword === "additionalProperties") {
@@ -224,10 +235,13 @@ function describeConfigError(
   return `${describe(error.instancePath)} ${error.message}`;
 }
 
-function alternatives(schema: { anyOf: Record<string, unknown>[] }): string {
-  return schema.anyOf
+function alternatives(branches: readonly Record<string, unknown>[]): string {
+  return branches
     .map((branch) => {
+      // A branch whose shape a reader cannot guess from its keywords (an origin) says it in words.
+      if (typeof branch.description === "string") return branch.description;
       if (branch.const !== undefined) return JSON.stringify(branch.const);
+      if (typeof branch.pattern === "string") return `a string matching ${branch.pattern}`;
       if (branch.type === "integer") return `an integer from ${branch.minimum} to ${branch.maximum}`;
       return String(branch.type ?? "something else");
     })

@@ -5,6 +5,7 @@ import policies from "../policies/index.ts";
 import { runPrimary, runWorker, workerCount } from "./cluster.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import { type DemoSetup, startDemo } from "./demo.ts";
+import { ListenError } from "./listen.ts";
 import { createLogger } from "./logger.ts";
 import { type ApiDescription, ApiDescriptionError } from "./openapi.ts";
 import { logListening, type ProcessSetup, serve } from "./serve.ts";
@@ -55,6 +56,7 @@ main().catch((error: unknown) => {
   const known =
     error instanceof ConfigError ||
     error instanceof ApiDescriptionError ||
+    error instanceof ListenError ||
     typeof (error as NodeJS.ErrnoException)?.syscall === "string";
   process.stderr.write(
     `petstore-gateway: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`,

@@ -2,12 +2,12 @@
 // is the primary's). Listens, and shuts down gracefully: readiness goes false, requests keep
 // being served through the drain delay, then in-flight ones complete, and the logs are flushed
 // before the process exits, since they are the record of deprecated calls.
-import { once } from "node:events";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import policies from "../policies/index.ts";
 import type { GatewayConfig } from "./config.ts";
 import { buildGateway, type Gateway } from "./gateway.ts";
+import { listen } from "./listen.ts";
 import type { LoggerHandle } from "./logger.ts";
 
 /** What a serving process needs: the validated config and the backend it fronts. */
@@ -45,13 +45,7 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     environment: setup.environment,
     logger,
   });
-  const listening = [once(server, "listening")];
-  server.listen(config.port, config.host);
-  if (options.ops) {
-    opsServer.listen(config.opsPort, config.opsHost);
-    listening.push(once(opsServer, "listening"));
-  }
-  await Promise.all(listening);
+  await Promise.all([listen(server, config, "public"), options.ops && listen(opsServer, config, "ops")]);
 
   let stopping = false;
   const stop = (why: string) => {

@@ -2,10 +2,13 @@ import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { test } from "node:test";
+import { type TestContext, test } from "node:test";
+import { validateConfig } from "../src/config.ts";
+import { definePolicy } from "../src/policy.ts";
 import { eventually, GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
 
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
@@ -122,6 +125,100 @@ test("a setting with alternatives says what it accepts when refused", async () =
   const workers = await startUp({ WORKERS: "abc" });
   assert.equal(workers.code, 1);
   assert.match(workers.stderr, /WORKERS \(\/workers\) must be an integer from 1 to 256 or "auto"/);
+});
+
+test("a CORS origin with a path is refused with what an origin looks like", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
+  const configFile = join(dir, "gateway.json");
+  writeFileSync(
+    configFile,
+    JSON.stringify({ policies: { cors: { allowedOrigins: ["https://shop.example/path"] } } }),
+  );
+  const { code, stderr } = await startUp({ GATEWAY_CONFIG: configFile });
+  assert.equal(code, 1);
+  assert.equal(
+    stderr,
+    `petstore-gateway: invalid config: ${configFile}: /policies/cors/allowedOrigins/0 must be "*" or an origin such as https://shop.example (scheme, host and optional port, no path)\n`,
+  );
+});
+
+test("an alternative without a description is named by its pattern, in anyOf and oneOf alike", () => {
+  const option = (keyword: string) =>
+    definePolicy<unknown>({
+      name: "probe",
+      optionsSchema: {
+        type: "object",
+        properties: { tag: { [keyword]: [{ const: 0 }, { type: "string", pattern: "^v[0-9]+$" }] } },
+      },
+      create: () => ({ forOperation: () => undefined }),
+    });
+  for (const keyword of ["anyOf", "oneOf"]) {
+    assert.throws(
+      () => validateConfig({ policies: { probe: { tag: "latest" } } }, [option(keyword)]),
+      { message: "invalid config: /policies/probe/tag must be 0 or a string matching ^v[0-9]+$" },
+      keyword,
+    );
+  }
+});
+
+/** A port held on 127.0.0.1 until the test ends, chosen by the OS. */
+async function busyPort(t: TestContext): Promise<number> {
+  const holder = createServer();
+  holder.listen(0, "127.0.0.1");
+  await once(holder, "listening");
+  t.after(() => holder.close());
+  return (holder.address() as AddressInfo).port;
+}
+
+// Alone the process listens itself; with workers a worker listens through the primary (and Node
+// words a busy port differently), while the primary listens on the ops port itself.
+test("a host that does not resolve stops start-up with one line naming the address and its settings", async () => {
+  for (const workers of ["1", "2"]) {
+    const { code, stderr } = await startUp({ HOST: "999.1.1.1", PORT: "8080", WORKERS: workers });
+    assert.equal(code, 1, `WORKERS=${workers}`);
+    // The resolver's own word varies with the machine's DNS (none at all gives EAI_AGAIN).
+    assert.match(
+      stderr,
+      /^petstore-gateway: cannot listen on 999\.1\.1\.1:8080 \(HOST \/ host, PORT \/ port\): getaddrinfo (ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME) 999\.1\.1\.1\n$/,
+      `WORKERS=${workers}`,
+    );
+  }
+});
+
+test("a busy public port stops start-up with one line naming the address and its settings", async (t) => {
+  const port = await busyPort(t);
+  const alone = await startUp({ HOST: "127.0.0.1", PORT: String(port) });
+  assert.equal(alone.code, 1);
+  assert.equal(
+    alone.stderr,
+    `petstore-gateway: cannot listen on 127.0.0.1:${port} (HOST / host, PORT / port): listen EADDRINUSE: address already in use 127.0.0.1:${port}\n`,
+  );
+  const workers = await startUp({ HOST: "127.0.0.1", PORT: String(port), WORKERS: "2" });
+  assert.equal(workers.code, 1);
+  assert.equal(
+    workers.stderr,
+    `petstore-gateway: cannot listen on 127.0.0.1:${port} (HOST / host, PORT / port): bind EADDRINUSE 127.0.0.1:${port}\n`,
+  );
+});
+
+test("a busy ops port stops start-up with one line naming the address and its settings", async (t) => {
+  const port = await busyPort(t);
+  const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
+  const configFile = join(dir, "gateway.json");
+  writeFileSync(configFile, JSON.stringify({ opsHost: "127.0.0.1" }));
+  for (const workers of ["1", "2"]) {
+    const { code, stderr } = await startUp({
+      GATEWAY_CONFIG: configFile,
+      OPS_PORT: String(port),
+      WORKERS: workers,
+    });
+    assert.equal(code, 1, `WORKERS=${workers}`);
+    assert.equal(
+      stderr,
+      `petstore-gateway: cannot listen on 127.0.0.1:${port} (opsHost, OPS_PORT / opsPort): listen EADDRINUSE: address already in use 127.0.0.1:${port}\n`,
+      `WORKERS=${workers}`,
+    );
+  }
 });
 
 test("SIGTERM to npm start reaches the gateway itself, which stops gracefully", async () => {
