@@ -54,6 +54,27 @@ test("an OpenAPI description that does not compile stops start-up with a message
   assert.match(missing.stderr, /cannot read the OpenAPI description/);
 });
 
+test("a config file or OpenAPI description that is not JSON stops start-up with one line saying where", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-not-json-"));
+  const notJson = join(dir, "not.json");
+  // V8's own message quotes the text, and with it the newline: two lines on stderr.
+  writeFileSync(notJson, "not json\n");
+  const config = await startUp({ GATEWAY_CONFIG: notJson });
+  assert.equal(config.code, 1);
+  assert.equal(config.stderr.trim().split("\n").length, 1, config.stderr);
+  assert.match(
+    config.stderr,
+    /^petstore-gateway: config .*not\.json: the file is not valid JSON \(line 1, column 1\)$/m,
+  );
+  const openapi = await startUp({ OPENAPI_FILE: notJson });
+  assert.equal(openapi.code, 1);
+  assert.equal(openapi.stderr.trim().split("\n").length, 1, openapi.stderr);
+  assert.match(
+    openapi.stderr,
+    /cannot read the OpenAPI description .*not\.json: the file is not valid JSON \(line 1, column 1\)$/m,
+  );
+});
+
 test("npm start and npm test stop at once on a Node older than 22 and say how to get a newer one", (t) => {
   let old: string | undefined;
   for (const candidate of ["/usr/bin/node", "/usr/local/bin/node"]) {
