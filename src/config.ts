@@ -99,7 +99,18 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
         maxResponseBodyBytes: { type: "integer", minimum: 1, default: 1_048_576 },
         maxHeaderBytes: { type: "integer", minimum: 1024, maximum: 1_048_576, default: 16_384 },
         maxConnections: { type: "integer", minimum: 1, default: 10_000 },
-        trustedProxies: { type: "array", items: { type: "string", minLength: 1 }, default: [] },
+        // Compared with the peer's address as the socket gives it: a range or a host name would
+        // be accepted and never match, so the X-Forwarded-For of a real proxy would be dropped.
+        trustedProxies: {
+          type: "array",
+          items: {
+            anyOf: [
+              { type: "string", format: "ipv4", description: "an IPv4 address" },
+              { type: "string", format: "ipv6", description: "an IPv6 address" },
+            ],
+          },
+          default: [],
+        },
         shutdownDrainMs: { type: "integer", minimum: 0, maximum: 600_000, default: 3000 },
         shutdownTimeoutMs: { ...MILLISECONDS, default: 20_000 },
       }),

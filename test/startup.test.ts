@@ -148,6 +148,17 @@ test("a setting with alternatives says what it accepts when refused", async () =
   assert.match(workers.stderr, /WORKERS \(\/workers\) must be an integer from 1 to 256 or "auto"/);
 });
 
+test("a trusted proxy that is a range or a host name is refused: it would never match a peer", () => {
+  for (const entry of ["10.0.0.0/8", "lb.internal"]) {
+    assert.throws(
+      () => validateConfig({ server: { trustedProxies: ["127.0.0.1", entry] } }, []),
+      /^ConfigError: invalid config: \/server\/trustedProxies\/1 must be an IPv4 address or an IPv6 address$/,
+    );
+  }
+  const config = validateConfig({ server: { trustedProxies: ["127.0.0.1", "::1", "::ffff:10.1.2.3"] } }, []);
+  assert.deepEqual(config.server.trustedProxies, ["127.0.0.1", "::1", "::ffff:10.1.2.3"]);
+});
+
 test("a CORS origin with a path is refused with what an origin looks like", async () => {
   const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
   const configFile = join(dir, "gateway.json");
