@@ -125,7 +125,7 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
 }
 
 /** Environment variable -> JSON pointer of the config field it sets. */
-const CORE_ENVIRONMENT: Readonly<Record<string, string>> = {
+export const CORE_ENVIRONMENT: Readonly<Record<string, string>> = {
   PORT: "/port",
   HOST: "/host",
   OPS_PORT: "/opsPort",
