@@ -75,7 +75,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   const pipeline = createPipeline({
     config,
     api,
-    policies: instances,
+    policies: instances.map((instance, i) => ({
+      name: options.policies[i]?.name ?? `policy ${i}`,
+      instance,
+    })),
     metrics,
     logger,
     upstreamUrl: options.upstreamUrl,

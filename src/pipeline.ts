@@ -8,10 +8,11 @@ import type { Logger } from "pino";
 import type { GatewayConfig } from "./config.ts";
 import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import { isClosing, markClosing } from "./framing.ts";
+import { guardArrival, guardCredentialCheck, guardOperation, type NamedPolicy } from "./isolation.ts";
 import { flatLineLogger } from "./logger.ts";
 import { type Metrics, UNMATCHED } from "./metrics.ts";
 import type { ApiDescription, Operation } from "./openapi.ts";
-import type { Exchange, LocalReply, OperationPolicy, PolicyInstance, UpstreamAnswer } from "./policy.ts";
+import type { Exchange, LocalReply, OperationPolicy, UpstreamAnswer } from "./policy.ts";
 import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "./proxy.ts";
 import { createRouter } from "./router.ts";
 
@@ -72,7 +73,7 @@ const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
 export interface PipelineOptions {
   readonly config: GatewayConfig;
   readonly api: ApiDescription;
-  readonly policies: readonly PolicyInstance[];
+  readonly policies: readonly NamedPolicy[];
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly upstreamUrl: string;
@@ -94,23 +95,38 @@ export interface Pipeline {
 export function createPipeline(options: PipelineOptions): Pipeline {
   const { config, api, metrics, logger } = options;
   const router = createRouter(api.basePath, api.operations);
+  // A policy that throws fails its request, not the process (isolation.ts): logged here.
+  const policyFailed = (policy: string, phase: string, exchange: Exchange | undefined, error: unknown) => {
+    if (exchange) exchange.notes.policyFailed = `${policy} ${phase}`;
+    logger.error(
+      {
+        reqId: exchange?.requestId,
+        operation: exchange?.operation?.id,
+        policy,
+        phase,
+        error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
+      },
+      "policy failed",
+    );
+  };
   const chains = new Map<Operation, Chain>();
   for (const operation of api.operations) {
-    const phases = options.policies
-      .map((policy) => policy.forOperation(operation))
-      .filter((p) => p !== undefined);
+    const phases = options.policies.flatMap(({ name, instance }) => {
+      const forOperation = instance.forOperation(operation);
+      return forOperation ? [guardOperation(name, forOperation, policyFailed)] : [];
+    });
     chains.set(operation, {
-      request: phases.flatMap((p) => (p.onRequest ? [p.onRequest.bind(p)] : [])),
-      requestBody: phases.flatMap((p) => (p.onRequestBody ? [p.onRequestBody.bind(p)] : [])),
+      request: phases.flatMap((p) => (p.request ? [p.request] : [])),
+      requestBody: phases.flatMap((p) => (p.requestBody ? [p.requestBody] : [])),
       // Outbound phases run in reverse order, as layers unwinding.
-      response: phases.flatMap((p) => (p.onResponse ? [p.onResponse.bind(p)] : [])).reverse(),
-      reply: phases.flatMap((p) => (p.onReply ? [p.onReply.bind(p)] : [])).reverse(),
-      readsResponseBody: phases.some((p) => p.readsResponseBody === true && p.onResponse !== undefined),
+      response: phases.flatMap((p) => (p.response ? [p.response] : [])).reverse(),
+      reply: phases.flatMap((p) => (p.reply ? [p.reply] : [])).reverse(),
+      readsResponseBody: phases.some((p) => p.readsResponseBody),
     });
   }
-  const arrival = options.policies.flatMap((p) => (p.onArrival ? [p.onArrival.bind(p)] : []));
-  const credentialCheckers = options.policies.flatMap((p) =>
-    p.recognizesCredential ? [p.recognizesCredential.bind(p)] : [],
+  const arrival = options.policies.flatMap((policy) => guardArrival(policy, policyFailed) ?? []);
+  const credentialCheckers = options.policies.flatMap(
+    (policy) => guardCredentialCheck(policy, policyFailed) ?? [],
   );
   const isCredential = (value: string) => {
     for (const recognizes of credentialCheckers) if (recognizes(value)) return true;
