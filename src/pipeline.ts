@@ -310,6 +310,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       );
     }
     const bodyless = exchange.req.method === "HEAD" || status === 204 || status === 304;
+    // Such an answer is whole at its head: bytes a sloppy backend sends after it (a body for a
+    // HEAD, a 204 with a Content-Length) break its socket, not the answer the client is owed.
+    if (bodyless) upstreamDone(exchange);
     if (chain.readsResponseBody && !bodyless && JSON_TYPE.test(response.headers["content-type"] ?? "")) {
       bufferResponse(exchange, chain, response);
       return;
