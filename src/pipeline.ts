@@ -747,9 +747,20 @@ function redactKeyShaped(run: string): string {
   return LETTER.test(run) ? "[redacted]" : run;
 }
 
-/** A request id that repeats the request's own key (or a part of it that long) would log the key. */
+// The scheme and the credential of an Authorization value, and the pieces of a malformed one.
+const CREDENTIAL_PARTS = /[\s,]+/;
+
+/**
+ * A request id that repeats the request's own key (or a part of it that long) would log the key,
+ * and so would one that holds it ("<key>-retry-2").
+ */
 function isOwnCredential(requestId: string, authorization: string | undefined): boolean {
-  return authorization !== undefined && requestId.length >= 8 && authorization.includes(requestId);
+  if (authorization === undefined) return false;
+  if (requestId.length >= 8 && authorization.includes(requestId)) return true;
+  for (const part of authorization.split(CREDENTIAL_PARTS)) {
+    if (part.length >= 8 && requestId.includes(part)) return true;
+  }
+  return false;
 }
 
 function round(ms: number): number {

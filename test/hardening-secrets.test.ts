@@ -125,6 +125,16 @@ describe("secret hygiene", () => {
       );
       assert.equal(line.requestIdReplaced, "credential");
     }
+    // An id built around the request's own key holds the key all the same.
+    for (const id of [`${key}-retry-2`, `req.${key}`, `${key}${key}`]) {
+      const answer = await send("/pets", { key, headers: { "x-request-id": id } });
+      assert.equal(answer.status, 200);
+      assert.match(String(answer.headers["x-request-id"]), /^[0-9a-f-]{36}$/, id.slice(0, 4));
+      const line = await eventually("the access line", () =>
+        gw.logs.messages("request").find((entry) => entry.reqId === answer.headers["x-request-id"]),
+      );
+      assert.equal(line.requestIdReplaced, "credential");
+    }
     // An id that is not a known key is kept as the client sent it.
     const kept = await send("/pets", { key: other, headers: { "x-request-id": "order-4711-retry-2" } });
     assert.equal(kept.headers["x-request-id"], "order-4711-retry-2");
