@@ -730,21 +730,29 @@ function normalizeAddress(address: string): string {
 const CREDENTIAL_QUERY = /([?&][^=&]*(?:key|token|auth|secret|password|signature)[^=&]*=)[^&]*/gi;
 // A key pasted anywhere else in the target (?status=<key>, /pets/<key>): long runs holding a letter
 // are what keys look like (a random key may have no digit), and nothing of this interface's paths
-// or values is (ids are digits).
-const TOKEN_SHAPED = /[A-Za-z0-9_.~+-]{24,}/g;
+// or values is (ids are digits). A percent-encoded character counts as the one it stands for.
+const TOKEN_SHAPED = /(?:[A-Za-z0-9_.~+-]|%[0-9A-Fa-f]{2}){24,}/g;
+const ESCAPED = /%([0-9A-Fa-f]{2})/g;
 const LETTER = /[A-Za-z]/;
+const LOGGED_PATH_MAX = 256;
 
-/** The request target for the log: bounded in length, with key material redacted. */
+/** The request target for the log: with key material redacted, then bounded in length. */
 function loggedPath(url: string): string {
-  let text = url.length > 256 ? `${url.slice(0, 256)}…` : url;
+  let text = url;
   if (text.includes("?")) text = text.replace(CREDENTIAL_QUERY, "$1[redacted]");
-  // Shorter targets cannot hold a run that long: most lines skip the scan.
-  if (text.length < 24) return text;
-  return text.replace(TOKEN_SHAPED, redactKeyShaped);
+  // Shorter targets cannot hold a run that long: most lines skip the scan. Redacting before the
+  // cut, so a cut through a key cannot leave a piece of it too short to look like one.
+  if (text.length >= 24) text = text.replace(TOKEN_SHAPED, redactKeyShaped);
+  return text.length > LOGGED_PATH_MAX ? `${text.slice(0, LOGGED_PATH_MAX)}…` : text;
 }
 
 function redactKeyShaped(run: string): string {
-  return LETTER.test(run) ? "[redacted]" : run;
+  const plain = run.includes("%") ? run.replace(ESCAPED, unescapeByte) : run;
+  return LETTER.test(plain) ? "[redacted]" : run;
+}
+
+function unescapeByte(_escape: string, hex: string): string {
+  return String.fromCharCode(Number.parseInt(hex, 16));
 }
 
 // The scheme and the credential of an Authorization value, and the pieces of a malformed one.

@@ -149,6 +149,46 @@ describe("secret hygiene", () => {
     }
   });
 
+  test("a key in the target leaves no piece of itself in the access line: cut at the length bound, or percent-encoded", async () => {
+    const encoded = [...key].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`).join("");
+    const halfEncoded = [...key]
+      .map((c, i) => (i % 2 === 0 ? c : `%${c.charCodeAt(0).toString(16)}`))
+      .join("");
+    // What comes before the key takes 236 characters: the cut at 256 leaves 20 of it, too short
+    // a run to look like a key on its own.
+    const padding = "1".repeat(236 - "/v1/pets?status=".length - "&x=".length);
+    const targets = [
+      `/pets?status=${padding}&x=${key}`,
+      `/pets?status=${padding}&api_key=${key}`,
+      `/pets?status=${encoded}`,
+      `/pets/${encoded}`,
+      `/pets?status=${halfEncoded}`,
+    ];
+    for (const target of targets) {
+      const answer = await send(target, { key: other });
+      assert.ok(
+        answer.status === 400 || answer.status === 431,
+        `${answer.status} for ${target.slice(0, 20)}`,
+      );
+      const reqId = answer.headers["x-request-id"];
+      const line = await eventually("the access line", () =>
+        gw.logs.messages("request").find((entry) => entry.reqId === reqId),
+      );
+      const path = decodeURIComponent(
+        String(line.path)
+          .replace(/…$/, "")
+          .replace(/%(?![0-9a-f]{2})/gi, ""),
+      );
+      // Any 12 characters of the key in a row would be a piece of it.
+      for (let at = 0; at + 12 <= key.length; at++) {
+        assert.ok(
+          !path.includes(key.slice(at, at + 12)),
+          `the access line holds a piece of the key: ${line.path}`,
+        );
+      }
+    }
+  });
+
   test("a broken key file on reload is reported without quoting the digests it holds", async () => {
     const digests = keys.map((k) => ({ consumer: k.consumer, sha256: sha256(k.key) }));
     const reloads = () => gw.logs.lines.filter((line) => String(line.msg).startsWith("api key")).length;
