@@ -24,7 +24,8 @@ function credentialOf(exchange: Exchange): string | undefined {
   return token.length >= 8 ? token : undefined;
 }
 
-function redactText(text: string, exchange: Exchange): string {
+/** The request's own credential and long runs of letters and digits (what keys look like), as [redacted]. */
+export function redactText(text: string, exchange: Exchange): string {
   const credential = credentialOf(exchange);
   const cleaned = credential === undefined ? text : text.replaceAll(credential, REDACTED);
   return cleaned.replace(TOKEN_LIKE, (run) => (LETTER.test(run) && DIGIT.test(run) ? REDACTED : run));

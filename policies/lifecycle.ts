@@ -12,6 +12,7 @@ import { type GatewayError, gatewayError } from "../src/errors.ts";
 import { labelChildren } from "../src/metrics.ts";
 import { type ApiDescription, ApiDescriptionError, type Operation } from "../src/openapi.ts";
 import { definePolicy, type Exchange, type OpsReport } from "../src/policy.ts";
+import { redactText } from "./contract-excerpt.ts";
 import {
   CallerTally,
   DEPRECATED_CALL_MSG,
@@ -290,7 +291,8 @@ export default definePolicy<LifecycleOptions>({
             }
           }
           const consumer = exchange.consumer ?? ANONYMOUS;
-          const userAgent = headerText(exchange.req.headers["user-agent"]);
+          // A client that put a key in its User-Agent must not find it in the log or the report.
+          const userAgent = headerText(exchange.req.headers["user-agent"], exchange);
           tally.record(id, consumer, at, userAgent);
           countCall(consumer);
           // The fleet-wide record of who still calls: scripts/deprecation-report.ts reads these lines.
@@ -410,7 +412,8 @@ function appendLink(existing: OutgoingHttpHeaders[string], link: string): string
   return prior === "" ? link : `${prior}, ${link}`;
 }
 
-function headerText(value: string | string[] | undefined): string {
-  const text = Array.isArray(value) ? value.join(", ") : (value ?? "");
+function headerText(value: string | string[] | undefined, exchange: Exchange): string {
+  // Redacted before it is cut, so that a cut through a key cannot leave a piece of it.
+  const text = redactText(Array.isArray(value) ? value.join(", ") : (value ?? ""), exchange);
   return text.length > USER_AGENT_MAX ? text.slice(0, USER_AGENT_MAX) : text;
 }

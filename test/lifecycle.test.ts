@@ -693,6 +693,35 @@ describe("the client address of a deprecated call behind a trusted proxy", () =>
   });
 });
 
+describe("a key pasted into the User-Agent of a deprecated call", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  before(async () => {
+    backend = await startProgrammableBackend();
+    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+  });
+  after(async () => {
+    await gw.close();
+    await backend.close();
+  });
+
+  test("reaches neither the deprecated-call line nor the report; the rest of the agent does", async () => {
+    // The request's own key wherever it is, and anything else that looks like a key (letters and digits, 24 or more).
+    const foreign = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA";
+    for (const userAgent of [acme, `acme-sync/1.0 (${acme})`, `acme-sync/1.0 token=${foreign}`]) {
+      await request(`${gw.url}/pets/1`, { key: acme, headers: { "user-agent": userAgent } });
+      const report = await request(`${gw.opsUrl}/deprecations`);
+      const line = gw.logs.messages("deprecated call").at(-1);
+      for (const text of [JSON.stringify(line), report.body]) {
+        for (const secret of [foreign, ...keys.map(({ key }) => key)]) {
+          assert.ok(!text.includes(secret), `a key reached ${text.slice(0, 200)}`);
+        }
+      }
+    }
+    assert.equal(gw.logs.messages("deprecated call").at(-1)?.userAgent, "acme-sync/1.0 [redacted]");
+  });
+});
+
 describe("a document the lifecycle cannot honour stops start-up with a message naming the operation", () => {
   const real = JSON.parse(readFileSync(REAL_DOCUMENT, "utf8")) as {
     paths: Record<string, Record<string, Record<string, unknown>>>;
