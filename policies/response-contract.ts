@@ -394,7 +394,10 @@ function exactEquals(a: unknown, b: unknown): boolean {
 function exactField(text: string, index: number | undefined, field: string, parsed: unknown): unknown {
   if (typeof parsed !== "number" || Number.isSafeInteger(parsed) || !mayHoldUnsafeIntegers(text))
     return parsed;
+  // Too deep to parse exactly: compared as parsed (a near miss beyond 2^53 may go unseen, or an
+  // exact match be reported), rather than not at all.
   const root = parseWithExactIntegers(text);
+  if (root === undefined) return parsed;
   const holder = index === undefined ? root : Array.isArray(root) ? root[index] : undefined;
   return isObject(holder) ? holder[field] : parsed;
 }

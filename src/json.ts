@@ -290,7 +290,10 @@ export function mayHoldUnsafeIntegers(text: string): boolean {
 
 /**
  * Parses with integers beyond 2^53 kept exact as BigInt, for comparing ids. Costs a reviver,
- * so callers use it only when mayHoldUnsafeIntegers says so.
+ * so callers use it only when mayHoldUnsafeIntegers says so. Undefined when the text cannot be
+ * parsed that way: with a reviver JSON.parse recurses, and a text nested deep enough (a backend's
+ * answer is not held to the request's depth limit) overflows the stack, which plain JSON.parse
+ * of the same text does not.
  */
 export function parseWithExactIntegers(text: string): unknown {
   const reviver: SourceReviver = (_key, parsed, context) =>
@@ -300,5 +303,9 @@ export function parseWithExactIntegers(text: string): unknown {
     INTEGER_LITERAL.test(context.source)
       ? BigInt(context.source)
       : parsed;
-  return JSON.parse(text, reviver as Parameters<typeof JSON.parse>[1]);
+  try {
+    return JSON.parse(text, reviver as Parameters<typeof JSON.parse>[1]);
+  } catch {
+    return undefined;
+  }
 }

@@ -413,6 +413,32 @@ describe("a gateway in front of a deliberately wrong backend", () => {
   });
 });
 
+describe("an answer too deep to read its integers exactly", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  before(async () => {
+    backend = await startProgrammableBackend();
+    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+  });
+  after(async () => {
+    await gw.close();
+    await backend.close();
+  });
+
+  // JSON.parse reads any depth, but with a reviver (the exact parse of ids beyond 2^53) it recurses.
+  test("is checked like any other answer (no 500, no crash), for the identity and the echo rules alike", async () => {
+    const deep = `${"[".repeat(200_000)}${"]".repeat(200_000)}`;
+    const id = "9007199254740993";
+    backend.behave(() => jsonAnswer(200, `{"id":${id},"name":"Rex","categoryId":1,"x":${deep}}`));
+    assert.equal((await request(`${gw.url}/pets/${id}`, { key })).status, 200);
+    backend.behave(() => jsonAnswer(201, `{"id":1,"name":"Rex","categoryId":${id},"x":${deep}}`));
+    const body = `{"name":"Rex","categoryId":${id}}`;
+    assert.equal((await request(`${gw.url}/pets`, { key, method: "POST", body })).status, 201);
+    backend.behave(() => jsonAnswer(200, "[]"));
+    assert.equal((await request(`${gw.url}/pets`, { key })).status, 200);
+  });
+});
+
 describe("modes per operation", () => {
   let backend: ProgrammableBackend;
   let gw: TestGateway;
