@@ -7,7 +7,7 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import type { Logger } from "pino";
 import type { GatewayConfig } from "./config.ts";
 import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
-import { isClosing, markClosing } from "./framing.ts";
+import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "./framing.ts";
 import { guardArrival, guardCredentialCheck, guardOperation, type NamedPolicy } from "./isolation.ts";
 import { flatLineLogger } from "./logger.ts";
 import { type Metrics, UNMATCHED } from "./metrics.ts";
@@ -146,6 +146,16 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   });
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
+    // A connection holds at most PIPELINE_DEPTH requests in flight; the rest wait their turn.
+    if (!isClosing(req.socket) && !admitRequest(req.socket)) {
+      req.on("error", ignoreClientError);
+      res.on("error", ignoreClientError);
+      return waitTurn(req.socket, () => judge(req, res));
+    }
+    judge(req, res);
+  }
+
+  function judge(req: IncomingMessage, res: ServerResponse): void {
     // A request pipelined behind an answer that closes the connection is never judged nor
     // forwarded: the client has to send it again on a new connection.
     if (isClosing(req.socket)) {
@@ -518,7 +528,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   function onResponseClose(this: ServerResponse): void {
     const exchange = exchangeOf(this);
-    if (!exchange || exchange.finished) return;
+    if (!exchange) return;
+    requestEnded(exchange.req.socket);
+    if (exchange.finished) return;
     exchange.finished = true;
     if (exchange.upstreamStartedAt !== 0 && exchange.upstreamEndedAt === 0) upstream.abandon(exchange);
     let status = this.statusCode;

@@ -1,0 +1,84 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { PIPELINE_DEPTH } from "../src/framing.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import { contractAnswer, pipelinedRequest, rawExchange, watchForCrashes } from "./hardening-kit.ts";
+import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+
+const { file: keysFile, key } = writeKeysFile(["acme"]);
+
+describe("pipelining: one connection cannot make the gateway hold an unbounded number of requests", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  let port: number;
+  const crashes = watchForCrashes();
+  before(async () => {
+    backend = await startProgrammableBackend();
+    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    port = Number(new URL(gw.origin).port);
+  });
+  after(async () => {
+    await gw.close();
+    await backend.close();
+    crashes.stop();
+    assert.deepEqual(crashes.crashes, []);
+  });
+
+  test(`past ${PIPELINE_DEPTH} requests in flight the connection is not read until one is answered`, async () => {
+    backend.requests.length = 0;
+    backend.behave(() => ({ kind: "hang" }));
+    // One request per write, a little apart, so that each read holds about one request.
+    const parts = Array.from({ length: 3 * PIPELINE_DEPTH }, () => pipelinedRequest(key));
+    const exchange = rawExchange(port, parts, { gapMs: 2, waitMs: 1500 });
+    await eventually("the backend holds the first requests", () => backend.requests.length >= PIPELINE_DEPTH);
+    await new Promise((wake) => setTimeout(wake, 500));
+    assert.ok(
+      backend.requests.length <= PIPELINE_DEPTH + 4,
+      `${backend.requests.length} requests reached the backend from one connection`,
+    );
+    await exchange;
+    backend.behave(contractAnswer);
+  });
+
+  test("requests held back are served, in order, once the backend answers", async () => {
+    backend.requests.length = 0;
+    backend.behave(contractAnswer);
+    const count = 3 * PIPELINE_DEPTH;
+    const parts = Array.from({ length: count }, () => pipelinedRequest(key));
+    // The last asks to close, so the exchange ends with the last answer.
+    parts[count - 1] = pipelinedRequest(key).replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n");
+    const outcome = await rawExchange(port, parts, { gapMs: 1, waitMs: 5000 });
+    assert.ok(outcome.closed);
+    assert.equal(outcome.responses.length, count);
+    assert.ok(outcome.responses.every((response) => response.status === 200));
+  });
+
+  test("a flood pipelined in one write is served in order, never more than the depth at the backend at once", async () => {
+    backend.requests.length = 0;
+    let atOnce = 0;
+    let most = 0;
+    backend.behave(() => {
+      atOnce += 1;
+      most = Math.max(most, atOnce);
+      // Counted out a little before the answer ends (at 5 ms): never more than were at the backend.
+      setTimeout(() => {
+        atOnce -= 1;
+      }, 4);
+      return { kind: "slow-body", status: 200, chunks: ["[", "]"], delayMs: 5 };
+    });
+    // All in one write: Node parses a whole read at once, whatever the gateway does.
+    const count = 20 * PIPELINE_DEPTH;
+    const flood = pipelinedRequest(key).repeat(count - 1);
+    const last = pipelinedRequest(key).replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n");
+    const outcome = await rawExchange(port, flood + last, { waitMs: 20_000 });
+    assert.ok(outcome.closed, "the connection was closed after the last answer");
+    assert.equal(outcome.responses.length, count);
+    assert.ok(outcome.responses.every((response) => response.status === 200));
+    assert.equal(backend.requests.length, count);
+    assert.ok(most <= PIPELINE_DEPTH, `${most} requests of one connection at the backend at once`);
+    // Every other connection is served as before.
+    backend.behave(contractAnswer);
+    const next = await request(`${gw.url}/pets`, { key });
+    assert.equal(next.status, 200);
+  });
+});
