@@ -41,7 +41,9 @@ export function admitRequest(socket: Socket): boolean {
 export function waitTurn(socket: Socket, start: () => void): void {
   const counted = socket as Counted;
   stopReading(counted);
-  (counted[WAITING] ??= []).push(start);
+  const waiting = counted[WAITING] ?? [];
+  counted[WAITING] = waiting;
+  waiting.push(start);
 }
 
 /** Counts a request's answer out (sent, or the connection gone), and lets the next one start. */
