@@ -54,6 +54,8 @@ export class ConfigError extends Error {
 }
 
 const PORT = { type: "integer", minimum: 0, maximum: 65535 };
+const IPV4 =
+  "(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
 const MILLISECONDS = { type: "integer", minimum: 1, maximum: 86_400_000 };
 const URL_STRING = { type: "string", pattern: "^https?://[^\\s]+$" };
 
@@ -99,14 +101,24 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
         maxResponseBodyBytes: { type: "integer", minimum: 1, default: 1_048_576 },
         maxHeaderBytes: { type: "integer", minimum: 1024, maximum: 1_048_576, default: 16_384 },
         maxConnections: { type: "integer", minimum: 1, default: 10_000 },
-        // Compared with the peer's address as the socket gives it: a range or a host name would
-        // be accepted and never match, so the X-Forwarded-For of a real proxy would be dropped.
+        // Addresses and ranges, matched as addresses (src/trusted-proxies.ts); a host name would
+        // never match a peer, so the X-Forwarded-For of a real proxy would be dropped.
         trustedProxies: {
           type: "array",
           items: {
             anyOf: [
               { type: "string", format: "ipv4", description: "an IPv4 address" },
               { type: "string", format: "ipv6", description: "an IPv6 address" },
+              {
+                type: "string",
+                pattern: `^${IPV4}/(?:3[0-2]|[12]?[0-9])$`,
+                description: "an IPv4 range such as 10.0.0.0/8",
+              },
+              {
+                type: "string",
+                pattern: "^[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9])$",
+                description: "an IPv6 range such as fd00::/8",
+              },
             ],
           },
           default: [],

@@ -15,6 +15,7 @@ import type { ApiDescription, Operation } from "./openapi.ts";
 import type { Exchange, LocalReply, OperationPolicy, UpstreamAnswer } from "./policy.ts";
 import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "./proxy.ts";
 import { createRouter } from "./router.ts";
+import { type TrustedProxies, trustedProxies } from "./trusted-proxies.ts";
 
 interface Chain {
   readonly request: readonly NonNullable<OperationPolicy["onRequest"]>[];
@@ -132,7 +133,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     for (const recognizes of credentialCheckers) if (recognizes(value)) return true;
     return false;
   };
-  const trustedProxies = new Set(config.server.trustedProxies.map(normalizeAddress));
+  const isTrustedProxy = trustedProxies(config.server.trustedProxies);
   const basePathLength = api.basePath.length;
   const accessLog = flatLineLogger(logger);
   const tooLargeMessage = `the request body is over ${config.server.maxRequestBodyBytes} bytes`;
@@ -178,7 +179,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       url: req.url ?? "",
       requestId: clientId !== undefined && !credentialAsId ? clientId : randomUUID(),
       startedAt: performance.now(),
-      clientAddress: clientAddressOf(req, trustedProxies),
+      clientAddress: clientAddressOf(req, isTrustedProxy),
       operation: undefined,
       pathParams: {},
       query: new Map(),
@@ -290,7 +291,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const headers = exchange.req.headers;
     for (const name of HOP_BY_HOP) if (headers[name] !== undefined) delete headers[name];
     const peer = normalizeAddress(exchange.req.socket.remoteAddress ?? "");
-    if (trustedProxies.has(peer)) {
+    if (isTrustedProxy(peer)) {
       const prior = headers[FORWARDED_FOR];
       headers[FORWARDED_FOR] = prior ? `${prior}, ${peer}` : peer;
     } else {
@@ -722,14 +723,14 @@ function decode(
 
 // Only hops added by proxies the deployment trusts are believed; the first untrusted one from the
 // right is the client (anything left of it is what the client itself claimed).
-function clientAddressOf(req: IncomingMessage, trustedProxies: ReadonlySet<string>): string {
+function clientAddressOf(req: IncomingMessage, isTrustedProxy: TrustedProxies): string {
   const peer = normalizeAddress(req.socket.remoteAddress ?? "");
   const forwarded = req.headers[FORWARDED_FOR];
-  if (!trustedProxies.has(peer) || typeof forwarded !== "string") return peer;
+  if (!isTrustedProxy(peer) || typeof forwarded !== "string") return peer;
   const hops = forwarded.split(",");
   for (let index = hops.length - 1; index >= 0; index--) {
     const hop = normalizeAddress((hops[index] as string).trim());
-    if (hop !== "" && !trustedProxies.has(hop)) return hop;
+    if (hop !== "" && !isTrustedProxy(hop)) return hop;
   }
   return peer;
 }

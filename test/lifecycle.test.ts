@@ -693,6 +693,35 @@ describe("the client address of a deprecated call behind a trusted proxy", () =>
   });
 });
 
+describe("trusted proxies given as ranges", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  before(async () => {
+    backend = await startProgrammableBackend();
+    gw = await startGateway({
+      upstreamUrl: backend.url,
+      // The test's peer is 127.0.0.1: trusted through the range, as an ingress's pod address would be.
+      config: { server: { trustedProxies: ["127.0.0.0/8", "10.0.0.0/8"] }, policies: { auth: { keysFile } } },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await backend.close();
+  });
+
+  test("trust every address in them: the client address is the first hop outside them", async () => {
+    await request(`${gw.url}/pets/1`, {
+      key: acme,
+      headers: { "x-forwarded-for": "198.51.100.9, 203.0.113.7, 10.20.30.40, 10.0.0.2" },
+    });
+    assert.equal(gw.logs.messages("deprecated call").at(-1)?.clientAddress, "203.0.113.7");
+    assert.equal(
+      backend.requests.at(-1)?.headers["x-forwarded-for"],
+      "198.51.100.9, 203.0.113.7, 10.20.30.40, 10.0.0.2, 127.0.0.1",
+    );
+  });
+});
+
 describe("a key pasted into the User-Agent of a deprecated call", () => {
   let backend: ProgrammableBackend;
   let gw: TestGateway;

@@ -148,15 +148,31 @@ test("a setting with alternatives says what it accepts when refused", async () =
   assert.match(workers.stderr, /WORKERS \(\/workers\) must be an integer from 1 to 256 or "auto"/);
 });
 
-test("a trusted proxy that is a range or a host name is refused: it would never match a peer", () => {
-  for (const entry of ["10.0.0.0/8", "lb.internal"]) {
+test("a trusted proxy is an address or a range; a host name is refused: it would never match a peer", () => {
+  for (const entry of ["lb.internal", "10.0.0.0/33", "10.0.0/8"]) {
     assert.throws(
       () => validateConfig({ server: { trustedProxies: ["127.0.0.1", entry] } }, []),
-      /^ConfigError: invalid config: \/server\/trustedProxies\/1 must be an IPv4 address or an IPv6 address$/,
+      /^ConfigError: invalid config: \/server\/trustedProxies\/1 must be an IPv4 address or an IPv6 address or an IPv4 range such as 10\.0\.0\.0\/8 or an IPv6 range such as fd00::\/8$/,
+      entry,
     );
   }
-  const config = validateConfig({ server: { trustedProxies: ["127.0.0.1", "::1", "::ffff:10.1.2.3"] } }, []);
-  assert.deepEqual(config.server.trustedProxies, ["127.0.0.1", "::1", "::ffff:10.1.2.3"]);
+  const entries = ["127.0.0.1", "::1", "::ffff:10.1.2.3", "10.0.0.0/8", "fd00::/8"];
+  assert.deepEqual(
+    validateConfig({ server: { trustedProxies: entries } }, []).server.trustedProxies,
+    entries,
+  );
+});
+
+test("a trusted IPv6 range whose address is not one stops start-up with one line", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
+  const configFile = join(dir, "gateway.json");
+  writeFileSync(configFile, JSON.stringify({ server: { trustedProxies: ["fd00:::1::/8"] } }));
+  const { code, stderr } = await startUp({ GATEWAY_CONFIG: configFile });
+  assert.equal(code, 1);
+  assert.equal(
+    stderr,
+    "petstore-gateway: invalid config: /server/trustedProxies/0 is not an IP address or range\n",
+  );
 });
 
 test("a CORS origin with a path is refused with what an origin looks like", async () => {
