@@ -4,7 +4,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
-import { describeSyntaxError } from "../src/json.ts";
+import { parseJsonText } from "../src/json.ts";
 
 /** A consumer's name ends up in logs, metric labels and a header: short and plain. */
 export const CONSUMER_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$";
@@ -56,12 +56,7 @@ const validate = ajv.compile(SCHEMA);
  * Digests come back in lower case.
  */
 export function parseKeyFile(text: string): KeyFile {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new Error(describeSyntaxError(text, "the file"));
-  }
+  const parsed = parseJsonText(text);
   if (!validate(parsed)) {
     const error = validate.errors?.[0];
     throw new Error(`${error?.instancePath || "the file"} ${error?.message ?? "is not valid"}`);

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
 import addFormats from "ajv-formats";
-import { describeSyntaxError, escapePointerToken } from "./json.ts";
+import { escapePointerToken, parseJsonText } from "./json.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
 
 /** The directory of package.json: the same from the sources (src/) and from the build (dist/src/). */
@@ -165,18 +165,11 @@ export interface LoadConfigOptions {
 export function loadConfig(options: LoadConfigOptions): GatewayConfig {
   const env = options.env ?? process.env;
   const file = env.GATEWAY_CONFIG || DEFAULT_CONFIG_FILE;
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    throw new ConfigError(`config ${file}: ${(error as Error).message}`);
-  }
   let raw: Record<string, unknown>;
   try {
-    raw = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    // V8's message quotes the text, newlines and all: the start-up error would no longer be one line.
-    throw new ConfigError(`config ${file}: ${describeSyntaxError(text, "the file")}`);
+    raw = parseJsonText(readFileSync(file, "utf8")) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(`config ${file}: ${(error as Error).message}`);
   }
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError(`config ${file}: must be a JSON object`);

@@ -69,6 +69,18 @@ export function parseRequestJson(text: string, maxDepth: number): JsonParseResul
  * quotes no value from the text (V8's own message echoes a slice of it), only member names on
  * the way to the error, shortened.
  */
+/**
+ * JSON.parse for a file's text, whose error is one line saying where (V8's message quotes the
+ * text, newlines and all, which would also print a secret the file holds).
+ */
+export function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(describeSyntaxError(text, "the file"));
+  }
+}
+
 export function describeSyntaxError(text: string, subject: string): string {
   const { offset, pointer } = locateSyntaxError(text);
   if (offset >= text.length) return `${pointer || subject} is not valid JSON (it ends too early)`;

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { describeSyntaxError } from "./json.ts";
+import { parseJsonText } from "./json.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -61,20 +61,11 @@ export class ApiDescriptionError extends Error {
 }
 
 export function loadApiDescription(file: string): ApiDescription {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    throw new ApiDescriptionError(`cannot read the OpenAPI description ${file}: ${(error as Error).message}`);
-  }
   let document: JsonObject;
   try {
-    document = JSON.parse(text) as JsonObject;
-  } catch {
-    // V8's message quotes the text, newlines and all: the start-up error would no longer be one line.
-    throw new ApiDescriptionError(
-      `cannot read the OpenAPI description ${file}: ${describeSyntaxError(text, "the file")}`,
-    );
+    document = parseJsonText(readFileSync(file, "utf8")) as JsonObject;
+  } catch (error) {
+    throw new ApiDescriptionError(`cannot read the OpenAPI description ${file}: ${(error as Error).message}`);
   }
   try {
     return compileApiDescription(document);
