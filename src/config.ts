@@ -7,6 +7,7 @@ import { Ajv, type ErrorObject } from "ajv";
 import addFormats from "ajv-formats";
 import { escapePointerToken, parseJsonText } from "./json.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
+import { isIpRange } from "./trusted-proxies.ts";
 
 /** The directory of package.json: the same from the sources (src/) and from the build (dist/src/). */
 export const PROJECT_ROOT = projectRoot(import.meta.dirname);
@@ -54,8 +55,6 @@ export class ConfigError extends Error {
 }
 
 const PORT = { type: "integer", minimum: 0, maximum: 65535 };
-const IPV4 =
-  "(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
 const MILLISECONDS = { type: "integer", minimum: 1, maximum: 86_400_000 };
 const URL_STRING = { type: "string", pattern: "^https?://[^\\s]+$" };
 
@@ -109,16 +108,7 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
             anyOf: [
               { type: "string", format: "ipv4", description: "an IPv4 address" },
               { type: "string", format: "ipv6", description: "an IPv6 address" },
-              {
-                type: "string",
-                pattern: `^${IPV4}/(?:3[0-2]|[12]?[0-9])$`,
-                description: "an IPv4 range such as 10.0.0.0/8",
-              },
-              {
-                type: "string",
-                pattern: "^[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9])$",
-                description: "an IPv6 range such as fd00::/8",
-              },
+              { type: "string", format: "ip-range", description: "a range such as 10.0.0.0/8 or fd00::/8" },
             ],
           },
           default: [],
@@ -208,6 +198,7 @@ export function validateConfig(
     verbose: true,
   });
   addFormats.default(ajv);
+  ajv.addFormat("ip-range", isIpRange);
   const validate = ajv.compile(configSchema(policies));
   const config = structuredClone(raw);
   if (!validate(config))

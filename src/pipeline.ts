@@ -15,7 +15,7 @@ import type { ApiDescription, Operation } from "./openapi.ts";
 import type { Exchange, LocalReply, OperationPolicy, UpstreamAnswer } from "./policy.ts";
 import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "./proxy.ts";
 import { createRouter } from "./router.ts";
-import { type TrustedProxies, trustedProxies } from "./trusted-proxies.ts";
+import { type TrustedProxies, trustedProxies, unmappedAddress } from "./trusted-proxies.ts";
 
 interface Chain {
   readonly request: readonly NonNullable<OperationPolicy["onRequest"]>[];
@@ -290,7 +290,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   function forward(exchange: Exchange, chain: Chain, body: Buffer | undefined): void {
     const headers = exchange.req.headers;
     for (const name of HOP_BY_HOP) if (headers[name] !== undefined) delete headers[name];
-    const peer = normalizeAddress(exchange.req.socket.remoteAddress ?? "");
+    const peer = unmappedAddress(exchange.req.socket.remoteAddress ?? "");
     if (isTrustedProxy(peer)) {
       const prior = headers[FORWARDED_FOR];
       headers[FORWARDED_FOR] = prior ? `${prior}, ${peer}` : peer;
@@ -724,19 +724,15 @@ function decode(
 // Only hops added by proxies the deployment trusts are believed; the first untrusted one from the
 // right is the client (anything left of it is what the client itself claimed).
 function clientAddressOf(req: IncomingMessage, isTrustedProxy: TrustedProxies): string {
-  const peer = normalizeAddress(req.socket.remoteAddress ?? "");
+  const peer = unmappedAddress(req.socket.remoteAddress ?? "");
   const forwarded = req.headers[FORWARDED_FOR];
   if (!isTrustedProxy(peer) || typeof forwarded !== "string") return peer;
   const hops = forwarded.split(",");
   for (let index = hops.length - 1; index >= 0; index--) {
-    const hop = normalizeAddress((hops[index] as string).trim());
+    const hop = unmappedAddress((hops[index] as string).trim());
     if (hop !== "" && !isTrustedProxy(hop)) return hop;
   }
   return peer;
-}
-
-function normalizeAddress(address: string): string {
-  return address.startsWith("::ffff:") ? address.slice(7) : address;
 }
 
 // A key pasted into the query string (?api_key=…) is refused, but its line must not keep it.

@@ -149,10 +149,10 @@ test("a setting with alternatives says what it accepts when refused", async () =
 });
 
 test("a trusted proxy is an address or a range; a host name is refused: it would never match a peer", () => {
-  for (const entry of ["lb.internal", "10.0.0.0/33", "10.0.0/8"]) {
+  for (const entry of ["lb.internal", "10.0.0.0/33", "10.0.0/8", "fd00::/129", "10.0.0.0/08"]) {
     assert.throws(
       () => validateConfig({ server: { trustedProxies: ["127.0.0.1", entry] } }, []),
-      /^ConfigError: invalid config: \/server\/trustedProxies\/1 must be an IPv4 address or an IPv6 address or an IPv4 range such as 10\.0\.0\.0\/8 or an IPv6 range such as fd00::\/8$/,
+      /^ConfigError: invalid config: \/server\/trustedProxies\/1 must be an IPv4 address or an IPv6 address or a range such as 10\.0\.0\.0\/8 or fd00::\/8$/,
       entry,
     );
   }
@@ -163,7 +163,7 @@ test("a trusted proxy is an address or a range; a host name is refused: it would
   );
 });
 
-test("a trusted IPv6 range whose address is not one stops start-up with one line", async () => {
+test("a trusted IPv6 range whose address is not one stops start-up with the one line of any bad value", async () => {
   const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
   const configFile = join(dir, "gateway.json");
   writeFileSync(configFile, JSON.stringify({ server: { trustedProxies: ["fd00:::1::/8"] } }));
@@ -171,7 +171,7 @@ test("a trusted IPv6 range whose address is not one stops start-up with one line
   assert.equal(code, 1);
   assert.equal(
     stderr,
-    "petstore-gateway: invalid config: /server/trustedProxies/0 is not an IP address or range\n",
+    `petstore-gateway: invalid config: ${configFile}: /server/trustedProxies/0 must be an IPv4 address or an IPv6 address or a range such as 10.0.0.0/8 or fd00::/8\n`,
   );
 });
 
