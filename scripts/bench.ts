@@ -1422,7 +1422,7 @@ async function profile(upstreamUrl: string, direct: Target): Promise<void> {
   }
   // At a fixed rate the time per request is not the same as at full speed (an event-loop turn
   // per request, fewer batched writes): asked for by name, since a full profile run skips it.
-  if (flags.only?.split(",").includes("rate")) {
+  if (flags.only !== undefined && wanted("rate")) {
     process.stderr.write("rate ");
     const result = await rateScenario([bare, gateway], direct);
     process.stderr.write("\n");

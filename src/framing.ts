@@ -49,21 +49,17 @@ export function waitTurn(socket: Socket, start: () => void): void {
 /** Counts a request's answer out (sent, or the connection gone), and lets the next one start. */
 export function requestEnded(socket: Socket): void {
   const counted = socket as Counted;
-  let inFlight = (counted[IN_FLIGHT] ?? 1) - 1;
-  const waiting = counted[WAITING];
-  if (socket.destroyed) {
-    // Nobody is left to answer: what waited is dropped, not forwarded.
-    if (waiting) waiting.length = 0;
-    counted[IN_FLIGHT] = inFlight;
+  const inFlight = (counted[IN_FLIGHT] ?? 1) - 1;
+  const next = counted[WAITING]?.shift();
+  if (next && !socket.destroyed) {
+    // The one ended makes room for one: it counts in and runs now.
+    next();
     return;
   }
-  while (waiting && waiting.length > 0 && inFlight < PIPELINE_DEPTH) {
-    inFlight += 1;
-    counted[IN_FLIGHT] = inFlight;
-    (waiting.shift() as () => void)();
-  }
   counted[IN_FLIGHT] = inFlight;
-  if (counted[STOPPED] === true && inFlight < PIPELINE_DEPTH && (waiting?.length ?? 0) === 0) {
+  // Nobody is left to answer what else waited: it is dropped, not forwarded.
+  if (socket.destroyed) counted[WAITING]?.splice(0);
+  else if (counted[STOPPED] === true && inFlight < PIPELINE_DEPTH) {
     counted[STOPPED] = false;
     handleOf(counted)?.readStart();
   }

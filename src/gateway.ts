@@ -5,6 +5,7 @@ import type { Socket } from "node:net";
 import { ConfigError, type GatewayConfig } from "./config.ts";
 import { type ErrorCode, errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import { isClosing, markClosing } from "./framing.ts";
+import type { NamedPolicy } from "./isolation.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics, UNMATCHED } from "./metrics.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
@@ -62,10 +63,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     ],
   };
   const instances: PolicyInstance[] = [];
+  const named: NamedPolicy[] = [];
   try {
     for (const definition of options.policies) {
       const policyOptions = config.policies[definition.name] as never;
-      instances.push(definition.create(policyOptions, context));
+      const instance = definition.create(policyOptions, context);
+      instances.push(instance);
+      named.push({ name: definition.name, instance });
     }
   } catch (error) {
     for (const instance of instances) void instance.close?.();
@@ -75,10 +79,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const pipeline = createPipeline({
     config,
     api,
-    policies: instances.map((instance, i) => ({
-      name: options.policies[i]?.name ?? `policy ${i}`,
-      instance,
-    })),
+    policies: named,
     metrics,
     logger,
     upstreamUrl: options.upstreamUrl,

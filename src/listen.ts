@@ -9,9 +9,10 @@ export class ListenError extends Error {
   override name = "ListenError";
 }
 
+/** The config fields that give each listener its address. */
 const LISTENERS = {
-  public: { host: "/host", port: "/port" },
-  ops: { host: "/opsHost", port: "/opsPort" },
+  public: ["host", "port"],
+  ops: ["opsHost", "opsPort"],
 } as const;
 
 /** Listens on the public or the ops address of the config; rejects with a ListenError. */
@@ -20,15 +21,15 @@ export async function listen(
   config: GatewayConfig,
   which: keyof typeof LISTENERS,
 ): Promise<void> {
-  const [host, port] = which === "public" ? [config.host, config.port] : [config.opsHost, config.opsPort];
+  const [hostField, portField] = LISTENERS[which];
+  const [host, port] = [config[hostField], config[portField]];
   server.listen(port, host);
   try {
     await once(server, "listening");
   } catch (error) {
-    const settings = LISTENERS[which];
     const address = isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
     throw new ListenError(
-      `cannot listen on ${address} (${settingName(settings.host)}, ${settingName(settings.port)}): ${(error as Error).message}`,
+      `cannot listen on ${address} (${settingName(`/${hostField}`)}, ${settingName(`/${portField}`)}): ${(error as Error).message}`,
       { cause: error },
     );
   }
