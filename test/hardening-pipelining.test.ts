@@ -7,6 +7,18 @@ import { eventually, request, startGateway, type TestGateway, writeKeysFile } fr
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 
+/** Requests numbered by their X-Request-Id; the last asks to close, so an exchange ends with its answer. */
+function numbered(count: number): { readonly requests: string[]; readonly ids: string[] } {
+  const ids = Array.from({ length: count }, (_, i) => `pipelined-${i}`);
+  const requests = ids.map((id, i) =>
+    pipelinedRequest(key).replace(
+      "\r\n\r\n",
+      `\r\nX-Request-Id: ${id}\r\n${i === count - 1 ? "Connection: close\r\n" : ""}\r\n`,
+    ),
+  );
+  return { requests, ids };
+}
+
 describe("pipelining: one connection cannot make the gateway hold an unbounded number of requests", () => {
   let backend: ProgrammableBackend;
   let gw: TestGateway;
@@ -44,13 +56,17 @@ describe("pipelining: one connection cannot make the gateway hold an unbounded n
     backend.requests.length = 0;
     backend.behave(contractAnswer);
     const count = 3 * PIPELINE_DEPTH;
-    const parts = Array.from({ length: count }, () => pipelinedRequest(key));
-    // The last asks to close, so the exchange ends with the last answer.
-    parts[count - 1] = pipelinedRequest(key).replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n");
-    const outcome = await rawExchange(port, parts, { gapMs: 1, waitMs: 5000 });
+    const { requests, ids } = numbered(count);
+    const outcome = await rawExchange(port, requests, { gapMs: 1, waitMs: 5000 });
     assert.ok(outcome.closed);
     assert.equal(outcome.responses.length, count);
     assert.ok(outcome.responses.every((response) => response.status === 200));
+    assert.deepEqual(
+      outcome.responses.map((response) => response.headers["x-request-id"]),
+      ids,
+    );
+    // Each forwarded once; over several backend connections they may arrive in any order.
+    assert.deepEqual(backend.requests.map((seen) => seen.headers["x-request-id"]).sort(), [...ids].sort());
   });
 
   test("a flood pipelined in one write is served in order, never more than the depth at the backend at once", async () => {
@@ -68,13 +84,18 @@ describe("pipelining: one connection cannot make the gateway hold an unbounded n
     });
     // All in one write: Node parses a whole read at once, whatever the gateway does.
     const count = 20 * PIPELINE_DEPTH;
-    const flood = pipelinedRequest(key).repeat(count - 1);
-    const last = pipelinedRequest(key).replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n");
-    const outcome = await rawExchange(port, flood + last, { waitMs: 20_000 });
+    const { requests, ids } = numbered(count);
+    const outcome = await rawExchange(port, requests.join(""), { waitMs: 20_000 });
     assert.ok(outcome.closed, "the connection was closed after the last answer");
     assert.equal(outcome.responses.length, count);
     assert.ok(outcome.responses.every((response) => response.status === 200));
     assert.equal(backend.requests.length, count);
+    assert.deepEqual(
+      outcome.responses.map((response) => response.headers["x-request-id"]),
+      ids,
+    );
+    // Each forwarded once; over several backend connections they may arrive in any order.
+    assert.deepEqual(backend.requests.map((seen) => seen.headers["x-request-id"]).sort(), [...ids].sort());
     assert.ok(most <= PIPELINE_DEPTH, `${most} requests of one connection at the backend at once`);
     // Every other connection is served as before.
     backend.behave(contractAnswer);

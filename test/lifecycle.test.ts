@@ -669,14 +669,18 @@ describe("bounded memory and several workers", () => {
   });
 });
 
-describe("the client address of a deprecated call behind a trusted proxy", () => {
+describe("what a deprecated call's line and report say of the caller", () => {
   let backend: ProgrammableBackend;
   let gw: TestGateway;
   before(async () => {
     backend = await startProgrammableBackend();
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { server: { trustedProxies: ["127.0.0.1", "10.0.0.2"] }, policies: { auth: { keysFile } } },
+      // The test's peer is 127.0.0.1: trusted through a range, as an ingress's pod address would be.
+      config: {
+        server: { trustedProxies: ["127.0.0.0/8", "10.0.0.2", "10.20.0.0/16"] },
+        policies: { auth: { keysFile } },
+      },
     });
   });
   after(async () => {
@@ -684,32 +688,15 @@ describe("the client address of a deprecated call behind a trusted proxy", () =>
     await backend.close();
   });
 
-  test("is the nearest X-Forwarded-For hop the trusted proxies did not add, not what the client claimed", async () => {
+  test("the client address is the nearest X-Forwarded-For hop the trusted proxies did not add, not what the client claimed", async () => {
     await request(`${gw.url}/pets/1`, {
       key: acme,
       headers: { "x-forwarded-for": "198.51.100.9, 203.0.113.7, 10.0.0.2" },
     });
     assert.equal(gw.logs.messages("deprecated call").at(-1)?.clientAddress, "203.0.113.7");
   });
-});
 
-describe("trusted proxies given as ranges", () => {
-  let backend: ProgrammableBackend;
-  let gw: TestGateway;
-  before(async () => {
-    backend = await startProgrammableBackend();
-    gw = await startGateway({
-      upstreamUrl: backend.url,
-      // The test's peer is 127.0.0.1: trusted through the range, as an ingress's pod address would be.
-      config: { server: { trustedProxies: ["127.0.0.0/8", "10.0.0.0/8"] }, policies: { auth: { keysFile } } },
-    });
-  });
-  after(async () => {
-    await gw.close();
-    await backend.close();
-  });
-
-  test("trust every address in them: the client address is the first hop outside them", async () => {
+  test("trusted proxies given as ranges trust every address in them: the client is the first hop outside them", async () => {
     await request(`${gw.url}/pets/1`, {
       key: acme,
       headers: { "x-forwarded-for": "198.51.100.9, 203.0.113.7, 10.20.30.40, 10.0.0.2" },
@@ -720,21 +707,8 @@ describe("trusted proxies given as ranges", () => {
       "198.51.100.9, 203.0.113.7, 10.20.30.40, 10.0.0.2, 127.0.0.1",
     );
   });
-});
 
-describe("a key pasted into the User-Agent of a deprecated call", () => {
-  let backend: ProgrammableBackend;
-  let gw: TestGateway;
-  before(async () => {
-    backend = await startProgrammableBackend();
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
-  });
-  after(async () => {
-    await gw.close();
-    await backend.close();
-  });
-
-  test("reaches neither the deprecated-call line nor the report; the rest of the agent does", async () => {
+  test("a key pasted into the User-Agent reaches neither the line nor the report; the rest of the agent does", async () => {
     // The request's own key wherever it is, and anything else that looks like a key (letters and digits, 24 or more).
     const foreign = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA";
     for (const userAgent of [acme, `acme-sync/1.0 (${acme})`, `acme-sync/1.0 token=${foreign}`]) {
