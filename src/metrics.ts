@@ -24,6 +24,12 @@ const KNOWN_METHODS = new Set([
   "PATCH",
 ]);
 
+const SUMS_NAMED_AS_COUNTERS = [
+  "nodejs_active_handles_total",
+  "nodejs_active_requests_total",
+  "nodejs_active_resources_total",
+];
+
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 // The gateway's own share is micro- to milliseconds: prom-client's defaults start at 5 ms.
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
@@ -51,7 +57,12 @@ const HTTP_LABELS = ["operation", "http_request_method", "http_response_status_c
 
 export function createMetrics(options: { readonly defaultMetrics: boolean }): Metrics {
   const registry = new Registry();
-  if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+  if (options.defaultMetrics) {
+    collectDefaultMetrics({ register: registry });
+    // Gauges named like counters: promtool refuses them, and prom-client exports the same figures
+    // by type as nodejs_active_handles, nodejs_active_requests and nodejs_active_resources.
+    for (const name of SUMS_NAMED_AS_COUNTERS) registry.removeSingleMetric(name);
+  }
   const registers = [registry];
 
   const requestDuration = new Histogram({
