@@ -640,16 +640,22 @@ function scrubHopByHop(headers: Record<string, unknown>, keep?: string): void {
   for (const name of HOP_BY_HOP) if (name !== keep && headers[name] !== undefined) delete headers[name];
 }
 
-/** The backend's headers minus the hop-by-hop ones, copied in one pass instead of copy-then-delete. */
+/**
+ * The backend's headers minus the hop-by-hop ones, copied in one pass instead of copy-then-delete.
+ * CORS is the gateway's to answer, on or off: a backend that reflects any origin with credentials
+ * would otherwise open to every site what the gateway's CORS policy opens to a few.
+ */
 function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const listed = connectionListed(headers.connection);
   const copy: OutgoingHttpHeaders = {};
   for (const name in headers) {
     if (HOP_BY_HOP_SET.has(name) || (listed.length > 0 && listed.includes(name))) continue;
+    if (name.startsWith(ACCESS_CONTROL)) continue;
     copy[name] = headers[name];
   }
   return copy;
 }
+const ACCESS_CONTROL = "access-control-";
 
 const NOTHING_LISTED: readonly string[] = [];
 /** Header names a Connection header lists, except what the gateway itself relies on. */

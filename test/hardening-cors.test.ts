@@ -173,6 +173,56 @@ describe("CORS", () => {
     }
   });
 
+  test("the backend's own Access-Control-* headers never reach the client: the gateway alone answers for CORS", async () => {
+    // A backend that reflects any origin and allows credentials, as a misconfigured framework does.
+    backend.behave((req) => {
+      const answer = contractAnswer(req);
+      if (answer.kind !== "respond") return answer;
+      const origin = String(req.headers.origin ?? "*");
+      return {
+        ...answer,
+        headers: {
+          ...answer.headers,
+          "Access-Control-Allow-Origin": origin,
+          "Access-Control-Allow-Credentials": "true",
+          "Access-Control-Allow-Methods": "GET, POST, DELETE",
+          "Access-Control-Expose-Headers": "x-internal-trace",
+          "Access-Control-Max-Age": "86400",
+        },
+      };
+    });
+    try {
+      const backendCors = (headers: Record<string, unknown>) =>
+        Object.keys(headers).filter(
+          (name) =>
+            name.startsWith("access-control-") &&
+            name !== "access-control-allow-origin" &&
+            name !== "access-control-expose-headers",
+        );
+      for (const [gateway, origin] of [
+        [off, APP],
+        [off, "https://evil.example"],
+        [on, "https://evil.example"],
+      ] as const) {
+        for (const answer of [
+          await request(`${gateway.url}/pets`, { key, headers: { origin } }),
+          await request(`${gateway.url}/pets/1`, { key, headers: { origin } }),
+        ]) {
+          assert.equal(answer.status, 200);
+          const cors = Object.keys(answer.headers).filter((name) => name.startsWith("access-control-"));
+          assert.deepEqual(cors, [], `${origin} through ${gateway === on ? "CORS on" : "CORS off"}`);
+        }
+      }
+      // A configured origin gets the gateway's own answer, never the backend's additions.
+      const allowed = await request(`${on.url}/pets`, { key, headers: { origin: APP } });
+      assert.equal(allowed.headers["access-control-allow-origin"], APP);
+      assert.doesNotMatch(String(allowed.headers["access-control-expose-headers"]), /x-internal-trace/);
+      assert.deepEqual(backendCors(allowed.headers), []);
+    } finally {
+      backend.behave(contractAnswer);
+    }
+  });
+
   test("bad CORS options stop start-up", () => {
     for (const cors of [
       { allowedOrigins: ["https://app.example.com/"] },
