@@ -48,6 +48,8 @@ type Rule =
 interface StatusPlan {
   /** The JSON schema of the declared answer; undefined when the status declares no JSON body. */
   readonly validate: ValidateFunction | undefined;
+  /** The answer is the interface's Error object: its status must be the answer's own. */
+  readonly errorObject: boolean;
   readonly rules: readonly Rule[];
 }
 
@@ -244,6 +246,18 @@ function judge(plan: OperationPlan, exchange: Exchange, answer: UpstreamAnswer):
     ];
   }
   if (!validate(value)) return [schemaViolation(validate.errors, value, exchange)];
+  if (declared.errorObject && isObject(value) && value.status !== status) {
+    // A client that reads the body, not the status line, would act on the wrong status.
+    const shown = excerpt(value.status, "status", exchange);
+    return [
+      {
+        rule: "error-status",
+        pointer: "/status",
+        message: `the Error object's status is ${shown}, the answer's is ${status}`,
+        excerpt: shown,
+      },
+    ];
+  }
   let found: Violation[] | undefined;
   for (const rule of declared.rules) {
     const violation = checkRule(rule, exchange, value, text);
@@ -483,7 +497,7 @@ function planStatuses(operation: Operation, rules: ReadonlyMap<string, Rule[]>):
     const own = rules.get(key);
     let plan = own === undefined ? shared.get(spec) : undefined;
     if (plan === undefined) {
-      plan = { validate: spec.validate, rules: own ?? [] };
+      plan = { validate: spec.validate, errorObject: spec.errorObject, rules: own ?? [] };
       if (own === undefined) shared.set(spec, plan);
     }
     statuses.push(plan);

@@ -22,6 +22,8 @@ export interface ParameterSpec {
   readonly validate: ValidateFunction;
 }
 
+const ERROR_SCHEMA_REF = "#/components/schemas/Error";
+
 export interface RequestBodySpec {
   readonly required: boolean;
   readonly mediaTypes: readonly string[];
@@ -31,6 +33,8 @@ export interface RequestBodySpec {
 export interface ResponseSpec {
   readonly status: string; // "200", "4XX" or "default", as written in the document
   readonly validate: ValidateFunction | undefined;
+  /** The answer is the interface's Error object (components.schemas.Error), whose status is the HTTP status. */
+  readonly errorObject: boolean;
 }
 
 export interface Operation {
@@ -179,6 +183,7 @@ function compileApiDescription(document: JsonObject): ApiDescription {
           status,
           validate:
             json?.schema === undefined ? undefined : compile(json.schema, `${where}.responses.${status}`),
+          errorObject: (json?.schema as JsonObject | undefined)?.$ref === ERROR_SCHEMA_REF,
         });
       }
 
@@ -212,7 +217,7 @@ function compileApiDescription(document: JsonObject): ApiDescription {
     version: String(info.version ?? ""),
     basePath,
     operations,
-    validateError: compile({ $ref: "#/components/schemas/Error" }, "components.schemas.Error"),
+    validateError: compile({ $ref: ERROR_SCHEMA_REF }, "components.schemas.Error"),
     operation: (id: string) => byId.get(id),
   });
 }

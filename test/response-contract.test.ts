@@ -87,6 +87,22 @@ const WRONG: readonly WrongAnswer[] = [
     pointer: "/code",
   },
   {
+    name: "a 401 whose Error object says status 0 (the interface: status is the HTTP status)",
+    path: "/pets",
+    answer: jsonAnswer(401, '{"code":"UNAUTHORIZED","message":"no","status":0}'),
+    operation: "listPets",
+    rule: "error-status",
+    pointer: "/status",
+  },
+  {
+    name: "a 404 whose Error object says status 200",
+    path: "/pets/99",
+    answer: jsonAnswer(404, '{"code":"NOT_FOUND","message":"no such animal","status":200}'),
+    operation: "getPet",
+    rule: "error-status",
+    pointer: "/status",
+  },
+  {
     name: "a status code the document does not declare (200 for a creation)",
     method: "POST",
     path: "/pets",
