@@ -32,6 +32,8 @@ export interface Gateway {
   readonly logger: Logger;
   /** The public handler: mount it on any http.Server. */
   readonly handle: (req: IncomingMessage, res: ServerResponse) => void;
+  /** For the server's 'checkContinue' event: 100 Continue only once the request's head is accepted. */
+  readonly handleExpectingContinue: (req: IncomingMessage, res: ServerResponse) => void;
   /** /metrics, /healthz, /readyz and the policies' reports. */
   readonly handleOps: (req: IncomingMessage, res: ServerResponse) => void;
   /** The policies' ops reports by path, for a primary that merges them over workers. */
@@ -97,6 +99,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     metrics,
     logger,
     handle: pipeline.handle,
+    handleExpectingContinue: pipeline.handleExpectingContinue,
     handleOps,
     opsReports,
     isReady,
@@ -142,6 +145,9 @@ export function buildGateway(options: GatewayOptions): BuiltGateway {
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(error, socket, gateway),
   );
+  // Without this listener Node writes 100 Continue before any policy ran, inviting a client that
+  // has no valid key to upload its body.
+  server.on("checkContinue", gateway.handleExpectingContinue);
   // Node answers an Expect other than 100-continue with a bare 417; RFC 9110 lets a server ignore
   // it, and the gateway does (it does not pass Expect on).
   server.on("checkExpectation", gateway.handle);

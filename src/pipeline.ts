@@ -26,6 +26,8 @@ interface Chain {
 }
 
 const EXCHANGE = Symbol("exchange");
+const EXPECTS_CONTINUE = Symbol("expects 100-continue");
+type MayExpectContinue = IncomingMessage & { [EXPECTS_CONTINUE]?: true };
 type Carrier = { [EXCHANGE]?: Exchange };
 /** A checked answer held until it is whole. */
 interface Held {
@@ -82,6 +84,11 @@ export interface PipelineOptions {
 
 export interface Pipeline {
   handle(req: IncomingMessage, res: ServerResponse): void;
+  /**
+   * A request that sent Expect: 100-continue (the server's 'checkContinue'): 100 Continue is
+   * written when its body is about to be read, after every request phase accepted its head.
+   */
+  handleExpectingContinue(req: IncomingMessage, res: ServerResponse): void;
   /**
    * Refuses the request a response belongs to, when Node found it broken after the handler had
    * started (a bad chunk in its body, a request timeout): the answer goes through the usual
@@ -257,6 +264,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const limit = config.server.maxRequestBodyBytes;
     const declared = req.headers["content-length"];
     if (declared !== undefined && Number(declared) > limit) return refuseTooLarge(exchange);
+    // Only now: an unauthenticated or refused client is never invited to upload its body.
+    if ((req as MayExpectContinue)[EXPECTS_CONTINUE]) exchange.res.writeContinue();
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
@@ -580,6 +589,10 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   return {
     handle,
+    handleExpectingContinue(req, res) {
+      (req as MayExpectContinue)[EXPECTS_CONTINUE] = true;
+      handle(req, res);
+    },
     refuse(res, error) {
       const exchange = exchangeOf(res);
       if (!exchange || exchange.finished || res.headersSent || !res.writable) return false;

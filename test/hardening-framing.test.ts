@@ -80,6 +80,40 @@ describe("request framing: every smuggling-shaped request is refused on a raw so
     assert.equal(backend.requests.length - seen, 3);
   });
 
+  test("100 Continue invites the body only once the key and the request's head are accepted", async () => {
+    const seen = backend.requests.length;
+    const head = (auth: string, type: string, length: number) =>
+      `POST /v1/pets HTTP/1.1\r\nHost: gw\r\n${auth}Content-Type: ${type}\r\nExpect: 100-continue\r\nContent-Length: ${length}\r\n\r\n`;
+    const refused: [string, string, number][] = [
+      ["no key", head("", "application/json", BODY.length), 401],
+      [
+        "a wrong key",
+        head("Authorization: Bearer not-a-key-of-this-gateway\r\n", "application/json", BODY.length),
+        401,
+      ],
+      ["a body that is not JSON", head(AUTH, "text/plain", BODY.length), 415],
+      ["a body declared over the limit", head(AUTH, "application/json", 10_000_000), 413],
+    ];
+    for (const [what, request, status] of refused) {
+      // The client waits for 100 before it sends the body: it gets the refusal instead, and the connection closes.
+      const outcome = await rawExchange(port, request);
+      assert.deepEqual(
+        outcome.responses.map((r) => r.status),
+        [status],
+        `${what}: ${outcome.text.split("\r\n")[0]}`,
+      );
+      assert.ok(outcome.closed, what);
+    }
+    const accepted = await rawExchange(port, [head(AUTH, "application/json", BODY.length), BODY], {
+      gapMs: 100,
+    });
+    assert.deepEqual(
+      accepted.responses.map((r) => r.status),
+      [100, 201],
+    );
+    assert.equal(backend.requests.length - seen, 1, "only the accepted request reached the backend");
+  });
+
   test("an Expect the gateway does not know is ignored, not answered with a bare 417, and not passed on", async () => {
     const seen = backend.requests.length;
     const outcome = await rawExchange(
