@@ -27,6 +27,11 @@ export const errorCatalogue = {
     message: "A query parameter is given more than once",
   },
   REQUEST_TIMEOUT: { status: 408, reason: "request", message: "The request did not arrive in time" },
+  NOT_IMPLEMENTED: {
+    status: 501,
+    reason: "request",
+    message: "The request method is not one the gateway implements",
+  },
   HEADERS_TOO_LARGE: { status: 431, reason: "request", message: "The request headers are too large" },
   NOT_FOUND: { status: 404, reason: "routing", message: "No operation of the interface has this path" },
   METHOD_NOT_ALLOWED: {

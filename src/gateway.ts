@@ -1,5 +1,6 @@
 // The gateway as a library: createGateway() gives request handlers that any Node HTTP server can
 // mount; buildGateway() wraps them in the gateway's own public and ops servers (not listening).
+import { randomUUID } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ConfigError, type GatewayConfig } from "./config.ts";
@@ -169,8 +170,22 @@ const CLIENT_ERRORS: Readonly<Record<string, ErrorCode>> = {
 
 // What Node's parser refuses, and the headers or request timeouts it enforces, never reach the
 // handler: answer them with the Error object too, unless an answer is already on the wire.
-function answerClientError(error: NodeJS.ErrnoException, socket: Socket, gateway: Gateway): void {
+function answerClientError(
+  error: NodeJS.ErrnoException & { rawPacket?: Buffer },
+  socket: Socket,
+  gateway: Gateway,
+): void {
   const parserError = error.code ?? "";
+  // llhttp knows a fixed list of methods; any other token is a method this gateway does not
+  // implement (RFC 9110 §9.1: 501), which deserves the same id, line and count as any answer.
+  if (parserError === "HPE_INVALID_METHOD" && startsWithMethodToken(error.rawPacket)) {
+    const reply = gatewayError("NOT_IMPLEMENTED");
+    const requestId = randomUUID();
+    gateway.metrics.observeRequest(UNMATCHED, OTHER_METHOD, reply.status, 0);
+    observeRawRefusal(gateway, reply, { reqId: requestId, method: OTHER_METHOD });
+    if (!socket.writable || isClosing(socket)) return void socket.destroy();
+    return writeRawAnswer(socket, reply, requestId);
+  }
   const code = CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined);
   if (code === undefined || parserError === "HPE_INVALID_EOF_STATE") {
     // A reset, a broken pipe or the connection closed mid-request is the client leaving, not a
@@ -210,7 +225,32 @@ function observeRawRefusal(gateway: Gateway, reply: GatewayError, fields: Record
   );
 }
 
-function writeRawAnswer(socket: Socket, reply: GatewayError): void {
+/** The method label of a token the parser refused: never the client's text (unbounded label values). */
+const OTHER_METHOD = "_OTHER";
+/** Longer than any registered method: a longer run is not read as one. */
+const MAX_METHOD_LENGTH = 32;
+const SPACE = 0x20;
+
+/** Whether the bytes start with an RFC 9110 token and a space, as a request line's method does. */
+function startsWithMethodToken(bytes: Buffer | undefined): boolean {
+  if (bytes === undefined) return false;
+  const end = Math.min(bytes.length, MAX_METHOD_LENGTH + 1);
+  for (let index = 0; index < end; index++) {
+    const byte = bytes[index] as number;
+    if (byte === SPACE) return index > 0;
+    if (!isTokenChar(byte)) return false;
+  }
+  return false;
+}
+
+// tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
+function isTokenChar(byte: number): boolean {
+  if ((byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a))
+    return true;
+  return "!#$%&'*+-.^_`|~".includes(String.fromCharCode(byte));
+}
+
+function writeRawAnswer(socket: Socket, reply: GatewayError, requestId?: string): void {
   markClosing(socket);
   const body = errorBody(reply);
   socket.end(
@@ -219,6 +259,7 @@ function writeRawAnswer(socket: Socket, reply: GatewayError): void {
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       "Cache-Control: no-store\r\n" +
       "X-Content-Type-Options: nosniff\r\n" +
+      (requestId === undefined ? "" : `X-Request-Id: ${requestId}\r\n`) +
       "Connection: close\r\n\r\n" +
       body,
   );

@@ -12,7 +12,15 @@ import {
   rawExchange,
   watchForCrashes,
 } from "./hardening-kit.ts";
-import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+import {
+  eventually,
+  request,
+  sampleValue,
+  scrape,
+  startGateway,
+  type TestGateway,
+  writeKeysFile,
+} from "./harness.ts";
 
 const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const AUTH = `Authorization: Bearer ${key}\r\n`;
@@ -45,14 +53,16 @@ describe("request framing: every smuggling-shaped request is refused on a raw so
   });
 
   for (const [name, probe] of Object.entries(PROBES)) {
-    test(`${name}, with a request pipelined behind it: one 4xx Error, the connection closed, nothing reaches the backend`, async () => {
+    test(`${name}, with a request pipelined behind it: one Error answer, the connection closed, nothing reaches the backend`, async () => {
       const seen = backend.requests.length;
       const outcome: RawOutcome = await rawExchange(port, probe + SECOND);
       bodies.push(outcome.text);
       assert.ok(outcome.closed, `the connection stayed open: ${JSON.stringify(outcome.text)}`);
       assert.equal(outcome.responses.length, 1, JSON.stringify(outcome.text));
       const [answer] = outcome.responses as [(typeof outcome.responses)[0]];
-      assert.ok(answer.status >= 400 && answer.status < 500, `status ${answer.status}`);
+      // A method token the parser does not know is a method the gateway does not implement (RFC 9110 §9.1).
+      if (name === "a lowercase method") assert.equal(answer.status, 501);
+      else assert.ok(answer.status >= 400 && answer.status < 500, `status ${answer.status}`);
       assert.equal(answer.headers["x-content-type-options"], "nosniff");
       assert.equal(answer.headers.connection?.toLowerCase(), "close");
       const error = JSON.parse(answer.body) as { status: number };
@@ -78,6 +88,44 @@ describe("request framing: every smuggling-shaped request is refused on a raw so
       [201, 200, 200],
     );
     assert.equal(backend.requests.length - seen, 3);
+  });
+
+  test("a method the parser does not know gets 501 NOT_IMPLEMENTED with a request id, an access line and method _OTHER", async () => {
+    const requests = "http_server_request_duration_seconds_count";
+    const other = { operation: "unmatched", http_request_method: "_OTHER", http_response_status_code: "501" };
+    const counted = sampleValue(await scrape(gw), requests, other);
+    const seen = backend.requests.length;
+    for (const method of ["FOO", "BREW", "get"]) {
+      const outcome = await rawExchange(port, `${method} /v1/pets HTTP/1.1\r\nHost: gw\r\n${AUTH}\r\n`);
+      bodies.push(outcome.text);
+      const [answer, ...more] = outcome.responses;
+      assert.equal(more.length, 0);
+      assert.equal(answer?.status, 501, `${method}: ${outcome.text}`);
+      assert.equal(answer.headers.connection?.toLowerCase(), "close");
+      const error = JSON.parse(answer.body) as { code: string; status: number };
+      assert.ok(gw.gateway.api.validateError(error), answer.body);
+      assert.deepEqual([error.code, error.status], ["NOT_IMPLEMENTED", 501]);
+      const requestId = answer.headers["x-request-id"];
+      assert.match(String(requestId), /^[0-9a-f-]{36}$/);
+      const line = await eventually("the access line", () =>
+        gw.logs.messages("request").find((entry) => entry.reqId === requestId),
+      );
+      assert.equal(line.status, 501);
+      assert.equal(line.method, "_OTHER");
+      assert.equal(line.code, "NOT_IMPLEMENTED");
+    }
+    assert.equal(sampleValue(await scrape(gw), requests, other), counted + 3);
+    assert.equal(backend.requests.length, seen);
+    // Bytes that are no method token at all (a TLS hello on the plain port) are a bad request.
+    const tls = await rawExchange(port, "\u0016\u0003\u0001\u0002\u0000\u0001\u0000\u01fc\u0003\u0003");
+    assert.equal(tls.responses[0]?.status, 400);
+    // A method the parser knows that no operation uses keeps 405 with the operation's Allow.
+    const propfind = await rawExchange(
+      port,
+      `PROPFIND /v1/pets HTTP/1.1\r\nHost: gw\r\n${AUTH}Connection: close\r\n\r\n`,
+    );
+    assert.equal(propfind.responses[0]?.status, 405);
+    assert.equal(propfind.responses[0]?.headers.allow, "GET, HEAD, POST");
   });
 
   test("100 Continue invites the body only once the key and the request's head are accepted", async () => {
