@@ -16,6 +16,7 @@ import type { Exchange, LocalReply, OperationPolicy, UpstreamAnswer } from "./po
 import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "./proxy.ts";
 import { createRouter } from "./router.ts";
 import { type TrustedProxies, trustedProxies, unmappedAddress } from "./trusted-proxies.ts";
+import { loggedPath } from "./untrusted-text.ts";
 
 interface Chain {
   readonly request: readonly NonNullable<OperationPolicy["onRequest"]>[];
@@ -733,35 +734,6 @@ function clientAddressOf(req: IncomingMessage, isTrustedProxy: TrustedProxies): 
     if (hop !== "" && !isTrustedProxy(hop)) return hop;
   }
   return peer;
-}
-
-// A key pasted into the query string (?api_key=…) is refused, but its line must not keep it.
-const CREDENTIAL_QUERY = /([?&][^=&]*(?:key|token|auth|secret|password|signature)[^=&]*=)[^&]*/gi;
-// A key pasted anywhere else in the target (?status=<key>, /pets/<key>): long runs holding a letter
-// are what keys look like (a random key may have no digit), and nothing of this interface's paths
-// or values is (ids are digits). A percent-encoded character counts as the one it stands for.
-const TOKEN_SHAPED = /(?:[A-Za-z0-9_.~+-]|%[0-9A-Fa-f]{2}){24,}/g;
-const ESCAPED = /%([0-9A-Fa-f]{2})/g;
-const LETTER = /[A-Za-z]/;
-const LOGGED_PATH_MAX = 256;
-
-/** The request target for the log: with key material redacted, then bounded in length. */
-function loggedPath(url: string): string {
-  let text = url;
-  if (text.includes("?")) text = text.replace(CREDENTIAL_QUERY, "$1[redacted]");
-  // Shorter targets cannot hold a run that long: most lines skip the scan. Redacting before the
-  // cut, so a cut through a key cannot leave a piece of it too short to look like one.
-  if (text.length >= 24) text = text.replace(TOKEN_SHAPED, redactKeyShaped);
-  return text.length > LOGGED_PATH_MAX ? `${text.slice(0, LOGGED_PATH_MAX)}…` : text;
-}
-
-function redactKeyShaped(run: string): string {
-  const plain = run.includes("%") ? run.replace(ESCAPED, unescapeByte) : run;
-  return LETTER.test(plain) ? "[redacted]" : run;
-}
-
-function unescapeByte(_escape: string, hex: string): string {
-  return String.fromCharCode(Number.parseInt(hex, 16));
 }
 
 // The scheme and the credential of an Authorization value, and the pieces of a malformed one.
