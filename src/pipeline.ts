@@ -16,7 +16,12 @@ import type { Exchange, LocalReply, OperationPolicy, UpstreamAnswer } from "./po
 import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "./proxy.ts";
 import { createRouter } from "./router.ts";
 import { type TrustedProxies, trustedProxies, unmappedAddress } from "./trusted-proxies.ts";
-import { loggedPath } from "./untrusted-text.ts";
+import {
+  AUTHORIZATION_SEPARATORS,
+  JSON_FAMILY_MEDIA_TYPE,
+  loggedPath,
+  REQUEST_ID,
+} from "./untrusted-text.ts";
 
 interface Chain {
   readonly request: readonly NonNullable<OperationPolicy["onRequest"]>[];
@@ -65,12 +70,10 @@ const SPOOFABLE: readonly string[] = [
 const FORWARDED_FOR = "x-forwarded-for";
 /** What the core adds to every answer that a client may want to read (the nosniff header is for browsers themselves). */
 export const CORE_RESPONSE_HEADERS: readonly string[] = ["x-request-id"];
-const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 // The path the policies judge must be the path the backend gets: no percent-encoding, no
 // backslash, no ';' parameters, no empty or dot segments, no control characters.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
 const NON_CANONICAL_PATH = /[%\\;\u0000-\u0020\u007f]|\/\/|\/\.\.?(?:\/|$)/;
-const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
 
 export interface PipelineOptions {
   readonly config: GatewayConfig;
@@ -168,9 +171,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     }
     const requestIdHeader = req.headers["x-request-id"];
     const clientId =
-      typeof requestIdHeader === "string" && SANE_REQUEST_ID.test(requestIdHeader)
-        ? requestIdHeader
-        : undefined;
+      typeof requestIdHeader === "string" && REQUEST_ID.test(requestIdHeader) ? requestIdHeader : undefined;
     const credentialAsId =
       clientId !== undefined &&
       (isOwnCredential(clientId, req.headers.authorization) || isCredential(clientId));
@@ -325,7 +326,11 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     // Such an answer is whole at its head: bytes a sloppy backend sends after it (a body for a
     // HEAD, a 204 with a Content-Length) break its socket, not the answer the client is owed.
     if (bodyless) upstreamDone(exchange);
-    if (chain.readsResponseBody && !bodyless && JSON_TYPE.test(response.headers["content-type"] ?? "")) {
+    if (
+      chain.readsResponseBody &&
+      !bodyless &&
+      JSON_FAMILY_MEDIA_TYPE.test(response.headers["content-type"] ?? "")
+    ) {
       bufferResponse(exchange, chain, response);
       return;
     }
@@ -736,9 +741,6 @@ function clientAddressOf(req: IncomingMessage, isTrustedProxy: TrustedProxies): 
   return peer;
 }
 
-// The scheme and the credential of an Authorization value, and the pieces of a malformed one.
-const CREDENTIAL_PARTS = /[\s,]+/;
-
 /**
  * A request id that repeats the request's own key (or a part of it that long) would log the key,
  * and so would one that holds it ("<key>-retry-2").
@@ -746,7 +748,7 @@ const CREDENTIAL_PARTS = /[\s,]+/;
 function isOwnCredential(requestId: string, authorization: string | undefined): boolean {
   if (authorization === undefined) return false;
   if (requestId.length >= 8 && authorization.includes(requestId)) return true;
-  for (const part of authorization.split(CREDENTIAL_PARTS)) {
+  for (const part of authorization.split(AUTHORIZATION_SEPARATORS)) {
     if (part.length >= 8 && requestId.includes(part)) return true;
   }
   return false;

@@ -4,6 +4,52 @@
 // from this module, and test/untrusted-text.test.ts has recheck judge each export. Where no
 // regex is needed, a scan over character codes does the job in one pass.
 
+// --- Requests ------------------------------------------------------------------------------------
+/** A client's X-Request-Id that the gateway keeps (any other is replaced). */
+export const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+/** A request body's Content-Type the gateway reads as JSON. */
+export const JSON_MEDIA_TYPE = /^application\/json\s*(?:;|$)/i;
+/** An answer's Content-Type the gateway reads as JSON: application/json or a +json type. */
+export const JSON_FAMILY_MEDIA_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
+/** The scheme and the credential of an Authorization value, and the pieces of a malformed one. */
+export const AUTHORIZATION_SEPARATORS = /[\s,]+/;
+/** An integer as a parameter or a JSON number may write it: no sign but "-", no leading zero. */
+export const INTEGER_LITERAL = /^-?(?:0|[1-9][0-9]*)$/;
+
+// --- JSON bodies (requests and answers) --------------------------------------------------------
+// A digit followed by '.', 'e' or 'E', or 16+ digits in a row: only then can a number be
+// written as a non-literal integer (1.0, 1e3) or exceed 2^53. Strings may trigger it too;
+// that only costs the slower, still correct, path.
+export const MAY_NEED_NUMBER_SOURCE = /[0-9][.eE]|[0-9]{16}/;
+/** A key that could be __proto__ & co. once decoded: written plainly, or with any \u escape. */
+export const MAY_HOLD_PROTOTYPE_KEY = /"(?:__proto__|constructor|prototype)"\s*:|\\u/;
+/** 16 digits in a row: an integer literal that may be beyond 2^53. */
+export const SIXTEEN_DIGITS = /[0-9]{16}/;
+/** A JSON number at lastIndex. */
+export const JSON_NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+/** A JSON string escape at lastIndex. */
+export const JSON_ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
+/** The offset V8 names in a JSON.parse message. */
+export const JSON_ERROR_POSITION = /position ([0-9]+)/;
+/** An array index in a JSON pointer. */
+export const POINTER_ARRAY_INDEX = /\/[0-9]+(?=\/|$)/g;
+
+// --- Excerpts of answers and headers for logs and reports ----------------------------------------
+/** A member name whose value is a secret. */
+export const SENSITIVE_NAME = /key|token|secret|passw|authori[sz]ation|credential|cookie|session/i;
+/** What keys look like in an answer or a header: a long run of base64 characters. */
+export const TOKEN_LIKE = /[A-Za-z0-9_+/=-]{24,}/g;
+export const TOKEN_CHAR = /[A-Za-z0-9_+/=-]/;
+export const LETTER = /[A-Za-z]/;
+export const DIGIT = /[0-9]/;
+export const BEARER_PREFIX = /^bearer\s+/i;
+/** A cell a spreadsheet would run as a formula. */
+export const FORMULA_START = /^[=+\-@\t\r]/;
+/** A cell that needs RFC 4180 quotes. */
+export const CSV_QUOTED = /[",\r\n]/;
+
 const REDACTED = "[redacted]";
 const LOGGED_PATH_MAX = 256;
 // A run of key-shaped characters this long is taken for a key.
