@@ -50,6 +50,23 @@ export const FORMULA_START = /^[=+\-@\t\r]/;
 /** A cell that needs RFC 4180 quotes. */
 export const CSV_QUOTED = /[",\r\n]/;
 
+/**
+ * The credential of an Authorization value in the Bearer scheme, trimmed ("" for none), or
+ * undefined for any other value. RFC 6750 §2.1: the scheme is case-insensitive, one or more
+ * spaces before the token. A scan: /^bearer(?: +(.*))?$/i is quadratic on a run of spaces.
+ */
+export function bearerCredential(authorization: string): string | undefined {
+  if (authorization.length < 6 || !startsWithIgnoringAsciiCase(authorization, 0, "bearer")) return undefined;
+  if (authorization.length === 6) return "";
+  if (authorization.charCodeAt(6) !== 32) return undefined;
+  for (let i = 7; i < authorization.length; i++) {
+    const c = authorization.charCodeAt(i);
+    // What "." does not match, and so what "$" does not follow.
+    if (c === 10 || c === 13 || c === 0x2028 || c === 0x2029) return undefined;
+  }
+  return authorization.slice(7).trim();
+}
+
 const REDACTED = "[redacted]";
 const LOGGED_PATH_MAX = 256;
 // A run of key-shaped characters this long is taken for a key.

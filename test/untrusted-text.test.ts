@@ -3,7 +3,7 @@ import { test } from "node:test";
 import fc from "fast-check";
 import { checkSync } from "recheck";
 import * as untrustedText from "../src/untrusted-text.ts";
-import { loggedPath, redactKeyShaped } from "../src/untrusted-text.ts";
+import { bearerCredential, loggedPath, redactKeyShaped } from "../src/untrusted-text.ts";
 
 test("recheck judges every regex the gateway runs on untrusted text safe from catastrophic backtracking", () => {
   const judged: string[] = [];
@@ -93,6 +93,33 @@ test("a key in a message is redacted whole, and text without one is returned as 
   );
   const plain = "query parameter colour is not part of listPets";
   assert.equal(redactKeyShaped(plain), plain);
+});
+
+test("a bearer key is read from Authorization exactly as the regex it replaces did", () => {
+  const BEARER = /^bearer(?: +(.*))?$/i;
+  const unit = fc.constantFrom(
+    ..."bearerBEARER \t\u2028\u00a0ſxk_-".split(""),
+    "bearer",
+    "Bearer ",
+    "  ",
+    "key",
+  );
+  fc.assert(
+    fc.property(fc.array(unit, { maxLength: 20 }), (pieces) => {
+      const value = pieces.join("");
+      const match = BEARER.exec(value);
+      assert.equal(
+        bearerCredential(value),
+        match ? (match[1]?.trim() ?? "") : undefined,
+        JSON.stringify(value),
+      );
+    }),
+    { numRuns: 20_000 },
+  );
+  const spaces = `bearer${" ".repeat(16_000)}\u2028`;
+  const started = performance.now();
+  assert.equal(bearerCredential(spaces), undefined);
+  assert.ok(performance.now() - started < 50);
 });
 
 /** Targets built against the redaction: each of exactly `bytes` characters. */
