@@ -9,6 +9,7 @@ import {
   JSON_NUMBER,
   MAY_HOLD_PROTOTYPE_KEY,
   MAY_NEED_NUMBER_SOURCE,
+  quotedClientText,
   SIXTEEN_DIGITS,
 } from "./untrusted-text.ts";
 
@@ -189,9 +190,8 @@ export function unescapePointerToken(token: string): string {
 
 function pointerSegment(name: string): string {
   const escaped = escapePointerToken(name);
-  // A member name is the client's text: keep it short and printable in a message.
-  const printable = escaped.replace(CONTROL_CHARACTERS, "?");
-  return `/${printable.length > 64 ? `${printable.slice(0, 64)}…` : printable}`;
+  // A member name is the client's text: printable in a message, and no key it may hold.
+  return `/${quotedClientText(escaped.replace(CONTROL_CHARACTERS, "?"))}`;
 }
 
 function integerProblem(key: string, value: number, source: string): string | undefined {

@@ -20,6 +20,7 @@ import {
   AUTHORIZATION_SEPARATORS,
   JSON_FAMILY_MEDIA_TYPE,
   loggedPath,
+  quotedClientText,
   REQUEST_ID,
 } from "./untrusted-text.ts";
 
@@ -230,7 +231,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
           duplicate === "" ? "BAD_REQUEST" : "DUPLICATE_PARAMETER",
           duplicate === ""
             ? "The query string is not valid percent-encoding"
-            : `query parameter ${duplicate} is given more than once`,
+            : `query parameter ${quotedClientText(duplicate)} is given more than once`,
         ),
       );
     }

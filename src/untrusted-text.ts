@@ -195,6 +195,18 @@ export function redactKeyShaped(text: string): string {
   return copied === 0 ? text : out + text.slice(copied);
 }
 
+const QUOTED_MAX = 64;
+
+/**
+ * A client's own text (a parameter's or a member's name) as an error message quotes it: with
+ * key-shaped runs redacted as in the access log, then cut short. The answer goes back through
+ * proxies, browser histories and bug reports, where a pasted key must not follow it.
+ */
+export function quotedClientText(text: string): string {
+  const redacted = redactKeyShaped(text);
+  return redacted.length > QUOTED_MAX ? `${redacted.slice(0, QUOTED_MAX)}…` : redacted;
+}
+
 function isLetter(c: number): boolean {
   return (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 }
