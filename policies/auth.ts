@@ -7,6 +7,7 @@ import { readFile, stat } from "node:fs/promises";
 import { ConfigError } from "../src/config.ts";
 import { gatewayError } from "../src/errors.ts";
 import { definePolicy } from "../src/policy.ts";
+import { bearerCredential } from "../src/untrusted-text.ts";
 import { digestPrefix, parseKeyFile } from "./auth-key-file.ts";
 
 export interface AuthOptions {
@@ -40,8 +41,6 @@ interface KeyTable {
 
 const DIGEST_BYTES = 32;
 
-// RFC 6750 §2.1: the scheme is case-insensitive, one or more spaces before the token.
-const BEARER = /^bearer(?: +(.*))?$/i;
 const MISSING = gatewayError("MISSING_API_KEY", undefined, { "www-authenticate": "Bearer" });
 const INVALID = gatewayError("INVALID_API_KEY", undefined, {
   "www-authenticate": 'Bearer error="invalid_token"',
@@ -169,12 +168,11 @@ export default definePolicy<AuthOptions>({
           // Only the gateway says who the consumer is.
           delete headers[header];
           const authorization = headers.authorization;
-          const match = authorization === undefined ? null : BEARER.exec(authorization);
-          if (!match) {
+          const key = authorization === undefined ? undefined : bearerCredential(authorization);
+          if (key === undefined) {
             exchange.notes.authFailure = authorization === undefined ? "no header" : "not bearer";
             return MISSING;
           }
-          const key = match[1]?.trim() ?? "";
           if (key === "") {
             exchange.notes.authFailure = "empty key";
             return INVALID;

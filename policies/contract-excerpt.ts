@@ -2,19 +2,21 @@
 // material. Built only once a violation is found, never on the path of an answer that keeps the
 // contract.
 import type { Exchange } from "../src/policy.ts";
+import {
+  BEARER_PREFIX,
+  DIGIT,
+  JSON_ERROR_POSITION,
+  LETTER,
+  SENSITIVE_NAME,
+  TOKEN_CHAR,
+  TOKEN_LIKE,
+} from "../src/untrusted-text.ts";
 
 const EXCERPT_CHARS = 80;
 const STRING_CHARS = 40;
 const REDACTED = "[redacted]";
 // Values under such names, the request's own credential, and long token-shaped strings never
 // reach a log line or the drift report, whatever the backend put in its answer.
-const SENSITIVE_NAME = /key|token|secret|passw|authori[sz]ation|credential|cookie|session/i;
-const TOKEN_LIKE = /[A-Za-z0-9_+/=-]{24,}/g;
-const TOKEN_CHAR = /[A-Za-z0-9_+/=-]/;
-const LETTER = /[A-Za-z]/;
-const DIGIT = /[0-9]/;
-const JSON_ERROR_POSITION = /position ([0-9]+)/;
-const BEARER_PREFIX = /^bearer\s+/i;
 
 function credentialOf(exchange: Exchange): string | undefined {
   // What the backend received (the client's key, or the upstream credential that replaced it).

@@ -7,10 +7,10 @@ import { LRUCache } from "lru-cache";
 import { gatewayError } from "../src/errors.ts";
 import { sendError, sendJson } from "../src/ops.ts";
 import type { OpsReport } from "../src/policy.ts";
+import { POINTER_ARRAY_INDEX } from "../src/untrusted-text.ts";
 
 export type ContractMode = "enforce" | "report" | "off";
 
-const ARRAY_INDEX = /\/[0-9]+(?=\/|$)/g;
 const NO_SUCH_OPERATION = gatewayError("NOT_FOUND", "No such operation");
 
 /** One broken promise of an answer, described once it is found. */
@@ -81,7 +81,7 @@ export function createDriftLog(
       if (!entry) return;
       entry.violations++;
       entry.byRule.set(violation.rule, (entry.byRule.get(violation.rule) ?? 0) + 1);
-      const where = violation.pointer.replace(ARRAY_INDEX, "/*");
+      const where = violation.pointer.replace(POINTER_ARRAY_INDEX, "/*");
       const key = `${violation.rule} ${where}`;
       const known = entry.recent.get(key);
       if (known) {

@@ -4,6 +4,7 @@
 // log-based command (scripts/deprecation-report.ts) that answers for a whole fleet.
 import type { ServerResponse } from "node:http";
 import { LRUCache } from "lru-cache";
+import { CSV_QUOTED, FORMULA_START } from "../src/untrusted-text.ts";
 
 const DAY_MS = 86_400_000;
 /** The msg of the log line written for every deprecated call; log pipelines filter on it. */
@@ -296,10 +297,10 @@ function iso(ms: number): string {
 // A user agent is the caller's own text: one a spreadsheet would run as a formula gets a quote
 // in front so it stays text.
 function defuseFormula(value: string): string {
-  return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return FORMULA_START.test(value) ? `'${value}` : value;
 }
 
 // RFC 4180 quoting.
 function csvCell(value: string): string {
-  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+  return CSV_QUOTED.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }

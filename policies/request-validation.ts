@@ -8,14 +8,13 @@ import { parseRequestJson } from "../src/json.ts";
 import { describeValidationError } from "../src/openapi.ts";
 import { checkParameter } from "../src/parameters.ts";
 import { definePolicy } from "../src/policy.ts";
+import { JSON_MEDIA_TYPE, quotedClientText } from "../src/untrusted-text.ts";
 
 export interface RequestValidationOptions {
   /** Query parameters the document does not declare: refused (400) or passed on unchecked. */
   readonly unknownQueryParameters: "reject" | "pass";
   readonly maxJsonDepth: number;
 }
-
-const JSON_MEDIA_TYPE = /^application\/json\s*(?:;|$)/i;
 
 export default definePolicy<RequestValidationOptions>({
   name: "requestValidation",
@@ -46,7 +45,7 @@ export default definePolicy<RequestValidationOptions>({
                 if (rejectUnknown) {
                   return gatewayError(
                     "UNKNOWN_PARAMETER",
-                    `query parameter ${name.slice(0, 64)} is not part of ${operation.id}`,
+                    `query parameter ${quotedClientText(name)} is not part of ${operation.id}`,
                   );
                 }
                 continue;

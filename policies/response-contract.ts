@@ -20,6 +20,7 @@ import {
 } from "../src/json.ts";
 import { describeValidationError, type Operation } from "../src/openapi.ts";
 import { definePolicy, type Exchange, type OpsReport, type UpstreamAnswer } from "../src/policy.ts";
+import { JSON_FAMILY_MEDIA_TYPE } from "../src/untrusted-text.ts";
 import { excerpt, headerExcerpt, jsonErrorExcerpt } from "./contract-excerpt.ts";
 import { type ContractMode, createDriftLog, type Violation } from "./contract-report.ts";
 
@@ -77,8 +78,6 @@ const RULES_SCHEMA = {
     },
   },
 };
-
-const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
 
 export default definePolicy<ResponseContractOptions>({
   name: "responseContract",
@@ -198,7 +197,7 @@ function judge(plan: OperationPlan, exchange: Exchange, answer: UpstreamAnswer):
   const { validate } = declared;
   if (validate === undefined) return undefined;
   const contentType = answer.headers["content-type"];
-  if (contentType === undefined || !JSON_MEDIA_TYPE.test(contentType)) {
+  if (contentType === undefined || !JSON_FAMILY_MEDIA_TYPE.test(contentType)) {
     return [
       {
         rule: "media-type",

@@ -6,14 +6,23 @@
 // of /metrics series after the warm-up and at the end, checks that every request got an answer
 // and an access log line, and exits non-zero if RSS grew by 20 MB or more or the series count
 // moved. Loopback only; nothing is left running.
-import { type ChildProcess, spawn } from "node:child_process";
+//
+// npm run soak -- --hostile [--slices 10 --hostile-gap-ms 10]
+//
+// Hostile input, measured: a canary client calls at a steady pace while, in every other
+// one-second slice, two clients send requests built against the gateway's text handling
+// (16 KB targets of "?key" pieces, "&token" pieces, runs one short of a key, an Authorization of
+// spaces). The canary's p99 under attack must stay within 1.5x its own p99 in the quiet slices
+// of the same run, and its worst latency under 100 ms. Writes
+// bench/results/soak-hostile-<time>.json and a short .md beside it; exits non-zero on a miss.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { digestOf } from "../policies/auth-key-file.ts";
@@ -30,6 +39,9 @@ const { values: args } = parseArgs({
     warmup: { type: "string", default: "100000" },
     concurrency: { type: "string", default: "32" },
     "max-growth-mb": { type: "string", default: "20" },
+    hostile: { type: "boolean", default: false },
+    slices: { type: "string", default: "10" },
+    "hostile-gap-ms": { type: "string", default: "10" },
   },
 });
 const MEASURED = Number(args.requests);
@@ -392,7 +404,230 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
+// --- Hostile input ------------------------------------------------------------------------------
+const HOSTILE_SHOTS: readonly (Shot & { readonly shape: string })[] = [
+  { shape: "?key pieces", method: "GET", path: `/v1/pets${"?key".repeat(3_900)}`, headers: {} },
+  { shape: "&token pieces", method: "GET", path: `/v1/pets?${"&token".repeat(2_600)}`, headers: {} },
+  {
+    shape: "runs one short of a key",
+    method: "GET",
+    path: `/v1/pets/${`${"a".repeat(23)}/`.repeat(650)}`,
+    headers: {},
+  },
+  {
+    shape: "Authorization of spaces",
+    method: "GET",
+    path: "/v1/pets",
+    headers: { authorization: `bearer${" ".repeat(15_000)}x` },
+  },
+];
+const CANARY_GAP_MS = 5;
+const SLICE_MS = 1_000;
+const P99_BOUND = 1.5;
+const WORST_BOUND_MS = 100;
+
+/** Milliseconds until the whole answer is in; Infinity when none came within 10 s. */
+function timedShot(port: number, shot: Shot, agent: http.Agent): Promise<number> {
+  const started = performance.now();
+  return new Promise((done) => {
+    const req = http.request(
+      { host: "127.0.0.1", port, method: shot.method, path: shot.path, headers: shot.headers, agent },
+      (res) => {
+        res.resume();
+        res.on("end", () => done(performance.now() - started));
+        res.on("error", () => done(Number.POSITIVE_INFINITY));
+      },
+    );
+    req.on("error", () => done(Number.POSITIVE_INFINITY));
+    req.setTimeout(10_000, () => req.destroy());
+    req.end(shot.body);
+  });
+}
+
+/** Sends shots one after another, a gap between them, until stop() says so. */
+function loop(port: number, next: () => Shot, gapMs: number, into: (ms: number, shot: Shot) => void) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      const shot = next();
+      into(await timedShot(port, shot, agent), shot);
+      await new Promise((pause) => setTimeout(pause, gapMs));
+    }
+    agent.destroy();
+  })();
+  return {
+    stop: () => {
+      running = false;
+      return done;
+    },
+  };
+}
+
+interface Figures {
+  readonly count: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly worstMs: number;
+}
+
+function figures(samples: readonly number[]): Figures {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
+  const ms = (n: number) => Math.round(n * 1000) / 1000;
+  return {
+    count: sorted.length,
+    p50Ms: ms(at(0.5)),
+    p99Ms: ms(at(0.99)),
+    worstMs: ms(sorted.at(-1) ?? Number.NaN),
+  };
+}
+
+async function hostileSoak(): Promise<void> {
+  const slices = Number(args.slices);
+  const hostileGapMs = Number(args["hostile-gap-ms"]);
+  const dir = mkdtempSync(join(tmpdir(), "gw-soak-hostile-"));
+  const keys = [`soak_${randomBytes(24).toString("base64url")}`];
+  const backend = await startBackend();
+  const gateway = await startGateway(backend.url, dir, keys);
+  const startedAt = new Date();
+  const canaryShot: Shot = {
+    method: "GET",
+    path: "/v1/pets/1000",
+    headers: { authorization: `Bearer ${keys[0]}` },
+  };
+  const quiet: number[] = [];
+  const underAttack: number[] = [];
+  const hostile = new Map<string, number[]>();
+  let attacking = false;
+  try {
+    console.log(
+      `soak --hostile: gateway pid ${gateway.child.pid}; ${slices} quiet and ${slices} hostile slices of ${SLICE_MS} ms`,
+    );
+    // Warm-up: both kinds of request, measured by nobody.
+    const warmCanary = loop(
+      gateway.port,
+      () => canaryShot,
+      CANARY_GAP_MS,
+      () => {},
+    );
+    let w = 0;
+    const warmHostile = loop(
+      gateway.port,
+      () => HOSTILE_SHOTS[w++ % HOSTILE_SHOTS.length] as Shot,
+      hostileGapMs,
+      () => {},
+    );
+    await new Promise((pause) => setTimeout(pause, 2 * SLICE_MS));
+    await Promise.all([warmCanary.stop(), warmHostile.stop()]);
+    const canary = loop(
+      gateway.port,
+      () => canaryShot,
+      CANARY_GAP_MS,
+      (ms) => {
+        (attacking ? underAttack : quiet).push(ms);
+      },
+    );
+    // Quiet and hostile slices alternate, so that what else the machine does weighs on both alike.
+    for (let slice = 0; slice < slices; slice++) {
+      await new Promise((pause) => setTimeout(pause, SLICE_MS));
+      attacking = true;
+      const senders = [0, 1].map((offset) => {
+        let n = offset;
+        return loop(
+          gateway.port,
+          () => HOSTILE_SHOTS[n++ % HOSTILE_SHOTS.length] as Shot,
+          hostileGapMs,
+          (ms, shot) => {
+            const shape = (shot as (typeof HOSTILE_SHOTS)[number]).shape;
+            const samples = hostile.get(shape) ?? [];
+            samples.push(ms);
+            hostile.set(shape, samples);
+          },
+        );
+      });
+      await new Promise((pause) => setTimeout(pause, SLICE_MS));
+      await Promise.all(senders.map((sender) => sender.stop()));
+      attacking = false;
+    }
+    await canary.stop();
+    const result = {
+      quiet: figures(quiet),
+      underAttack: figures(underAttack),
+      hostile: Object.fromEntries([...hostile].map(([shape, samples]) => [shape, figures(samples)])),
+    };
+    const p99Ratio = Math.round((result.underAttack.p99Ms / result.quiet.p99Ms) * 100) / 100;
+    const problems = [
+      p99Ratio > P99_BOUND
+        ? `canary p99 under attack is x${p99Ratio} its quiet p99 (bound x${P99_BOUND})`
+        : "",
+      result.underAttack.worstMs >= WORST_BOUND_MS
+        ? `canary worst ${result.underAttack.worstMs} ms under attack (bound ${WORST_BOUND_MS} ms)`
+        : "",
+      gateway.child.exitCode === null ? "" : "the gateway died",
+      gateway.stderr() === "" ? "" : `stderr: ${gateway.stderr().slice(0, 500)}`,
+    ].filter((p) => p !== "");
+    const stamp = startedAt
+      .toISOString()
+      .replaceAll(":", "-")
+      .replace(/\.\d+Z$/, "Z");
+    const resultsDir = join(PROJECT_ROOT, "bench", "results");
+    mkdirSync(resultsDir, { recursive: true });
+    const file = join(resultsDir, `soak-hostile-${stamp}.json`);
+    const record = {
+      startedAt: startedAt.toISOString(),
+      commit: gitCommit(),
+      settings: { slices, sliceMs: SLICE_MS, canaryGapMs: CANARY_GAP_MS, hostileSenders: 2, hostileGapMs },
+      bounds: { p99Ratio: P99_BOUND, worstMs: WORST_BOUND_MS },
+      ...result,
+      p99Ratio,
+      ok: problems.length === 0,
+      problems,
+    };
+    writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`);
+    const row = (name: string, f: Figures) =>
+      `| ${name} | ${f.count} | ${f.p50Ms} | ${f.p99Ms} | ${f.worstMs} |`;
+    const summary = [
+      `# soak --hostile, ${record.startedAt} (${record.commit ?? "no commit"})`,
+      "",
+      "| requests | count | p50 ms | p99 ms | worst ms |",
+      "| --- | ---: | ---: | ---: | ---: |",
+      row("canary, quiet slices", result.quiet),
+      row("canary, hostile slices", result.underAttack),
+      ...Object.entries(result.hostile).map(([shape, f]) => row(`hostile: ${shape}`, f)),
+      "",
+      `Canary p99 under attack: x${p99Ratio} its quiet p99 (bound x${P99_BOUND}); worst ${result.underAttack.worstMs} ms (bound ${WORST_BOUND_MS} ms).`,
+      problems.length === 0 ? "Result: OK" : `Result: FAILED: ${problems.join("; ")}`,
+      "",
+    ].join("\n");
+    writeFileSync(file.replace(/\.json$/, ".md"), summary);
+    console.log(summary);
+    console.log(`Results: ${relative(process.cwd(), file)}`);
+    process.exitCode = problems.length === 0 ? 0 : 1;
+  } finally {
+    if (gateway.child.exitCode === null) {
+      gateway.child.kill("SIGKILL");
+      await once(gateway.child, "exit");
+    }
+    await backend.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function gitCommit(): string | undefined {
+  try {
+    return execFileSync("git", ["rev-parse", "--short", "HEAD"], {
+      cwd: PROJECT_ROOT,
+      stdio: ["ignore", "pipe", "ignore"],
+    })
+      .toString()
+      .trim();
+  } catch {
+    return undefined;
+  }
+}
+
+(args.hostile ? hostileSoak() : main()).catch((error: unknown) => {
   console.error(error);
   process.exit(1);
 });

@@ -2,6 +2,17 @@
 // always the original bytes. The common case stays on plain JSON.parse; the source text of
 // numbers is only looked at when the raw text could hold a non-literal or over-long integer.
 
+import {
+  CONTROL_CHARACTERS,
+  INTEGER_LITERAL,
+  JSON_ESCAPE,
+  JSON_NUMBER,
+  MAY_HOLD_PROTOTYPE_KEY,
+  MAY_NEED_NUMBER_SOURCE,
+  quotedClientText,
+  SIXTEEN_DIGITS,
+} from "./untrusted-text.ts";
+
 export type JsonParseResult =
   | { readonly ok: true; readonly value: unknown }
   /** malformed: not JSON at all; invalid: JSON the gateway refuses (depth, keys, integer forms). */
@@ -12,13 +23,6 @@ interface ReviverContext {
 }
 type SourceReviver = (this: unknown, key: string, value: unknown, context: ReviverContext) => unknown;
 
-const INTEGER_LITERAL = /^-?(?:0|[1-9][0-9]*)$/;
-// A digit followed by '.', 'e' or 'E', or 16+ digits in a row: only then can a number be
-// written as a non-literal integer (1.0, 1e3) or exceed 2^53. Strings may trigger it too;
-// that only costs the slower, still correct, path.
-const MAY_NEED_NUMBER_SOURCE = /[0-9][.eE]|[0-9]{16}/;
-// A key that could be __proto__ & co. once decoded: written plainly, or with any \u escape.
-const MAY_HOLD_PROTOTYPE_KEY = /"(?:__proto__|constructor|prototype)"\s*:|\\u/;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
@@ -96,8 +100,6 @@ export function describeSyntaxError(text: string, subject: string): string {
 }
 
 const STOP = Symbol("stop");
-const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
-const ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
 
 /** The offset of the first syntax error and the JSON pointer of the member it is in. */
 function locateSyntaxError(text: string): { offset: number; pointer: string } {
@@ -117,9 +119,9 @@ function locateSyntaxError(text: string): { offset: number; pointer: string } {
       if (Number.isNaN(c) || c < 0x20) fail();
       if (c === 34) return JSON.parse(text.slice(start, ++i)) as string;
       if (c === 92) {
-        ESCAPE.lastIndex = i;
-        if (!ESCAPE.test(text)) fail();
-        i = ESCAPE.lastIndex;
+        JSON_ESCAPE.lastIndex = i;
+        if (!JSON_ESCAPE.test(text)) fail();
+        i = JSON_ESCAPE.lastIndex;
       } else i++;
     }
   };
@@ -162,9 +164,9 @@ function locateSyntaxError(text: string): { offset: number; pointer: string } {
     if (c === "t") return literal("true");
     if (c === "f") return literal("false");
     if (c === "n") return literal("null");
-    NUMBER.lastIndex = i;
-    if (!NUMBER.test(text)) fail();
-    i = NUMBER.lastIndex;
+    JSON_NUMBER.lastIndex = i;
+    if (!JSON_NUMBER.test(text)) fail();
+    i = JSON_NUMBER.lastIndex;
   };
   try {
     value();
@@ -188,10 +190,8 @@ export function unescapePointerToken(token: string): string {
 
 function pointerSegment(name: string): string {
   const escaped = escapePointerToken(name);
-  // A member name is the client's text: keep it short and printable in a message.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
-  const printable = escaped.replace(/[\u0000-\u001f\u007f]/g, "?");
-  return `/${printable.length > 64 ? `${printable.slice(0, 64)}…` : printable}`;
+  // A member name is the client's text: printable in a message, and no key it may hold.
+  return `/${quotedClientText(escaped.replace(CONTROL_CHARACTERS, "?"))}`;
 }
 
 function integerProblem(key: string, value: number, source: string): string | undefined {
@@ -297,7 +297,7 @@ function findPrototypeKey(value: unknown): string | undefined {
 
 /** True when an integer literal in the text may not survive JSON.parse exactly (beyond 2^53). */
 export function mayHoldUnsafeIntegers(text: string): boolean {
-  return /[0-9]{16}/.test(text);
+  return SIXTEEN_DIGITS.test(text);
 }
 
 /**

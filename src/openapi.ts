@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { parseJsonText } from "./json.ts";
+import { quotedClientText, redactKeyShaped } from "./untrusted-text.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -226,10 +227,11 @@ function compileApiDescription(document: JsonObject): ApiDescription {
 export function describeValidationError(errors: ErrorObject[] | null | undefined, subject: string): string {
   const error = errors?.[0];
   if (!error) return `${subject} is not valid`;
-  const where = error.instancePath === "" ? subject : error.instancePath;
+  // The path is made of the client's member names.
+  const where = error.instancePath === "" ? subject : redactKeyShaped(error.instancePath);
   const params = error.params as Record<string, unknown>;
   if (error.keyword === "additionalProperties")
-    return `${where} must not have the property '${params.additionalProperty}'`;
+    return `${where} must not have the property '${quotedClientText(String(params.additionalProperty))}'`;
   if (error.keyword === "enum")
     return `${where} must be one of ${(params.allowedValues as unknown[]).join(", ")}`;
   return `${where} ${error.message ?? "is not valid"}`;

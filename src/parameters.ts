@@ -1,8 +1,8 @@
 // Parameters arrive as text. An integer parameter is an integer literal within the range of its
 // format (int32, int64) before its schema (minimum, maximum, enum) is asked about the number.
 import type { ParameterSpec } from "./openapi.ts";
+import { INTEGER_LITERAL } from "./untrusted-text.ts";
 
-const INTEGER_LITERAL = /^-?(?:0|[1-9][0-9]*)$/;
 const RANGES: Readonly<Record<string, readonly [bigint, bigint]>> = {
   int32: [-(2n ** 31n), 2n ** 31n - 1n],
   int64: [-(2n ** 63n), 2n ** 63n - 1n],

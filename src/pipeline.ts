@@ -16,6 +16,13 @@ import type { Exchange, LocalReply, OperationPolicy, UpstreamAnswer } from "./po
 import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "./proxy.ts";
 import { createRouter } from "./router.ts";
 import { type TrustedProxies, trustedProxies, unmappedAddress } from "./trusted-proxies.ts";
+import {
+  AUTHORIZATION_SEPARATORS,
+  JSON_FAMILY_MEDIA_TYPE,
+  loggedPath,
+  quotedClientText,
+  REQUEST_ID,
+} from "./untrusted-text.ts";
 
 interface Chain {
   readonly request: readonly NonNullable<OperationPolicy["onRequest"]>[];
@@ -66,12 +73,10 @@ const SPOOFABLE: readonly string[] = [
 const FORWARDED_FOR = "x-forwarded-for";
 /** What the core adds to every answer that a client may want to read (the nosniff header is for browsers themselves). */
 export const CORE_RESPONSE_HEADERS: readonly string[] = ["x-request-id"];
-const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 // The path the policies judge must be the path the backend gets: no percent-encoding, no
 // backslash, no ';' parameters, no empty or dot segments, no control characters.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
 const NON_CANONICAL_PATH = /[%\\;\u0000-\u0020\u007f]|\/\/|\/\.\.?(?:\/|$)/;
-const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
 
 export interface PipelineOptions {
   readonly config: GatewayConfig;
@@ -174,9 +179,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     }
     const requestIdHeader = req.headers["x-request-id"];
     const clientId =
-      typeof requestIdHeader === "string" && SANE_REQUEST_ID.test(requestIdHeader)
-        ? requestIdHeader
-        : undefined;
+      typeof requestIdHeader === "string" && REQUEST_ID.test(requestIdHeader) ? requestIdHeader : undefined;
     const credentialAsId =
       clientId !== undefined &&
       (isOwnCredential(clientId, req.headers.authorization) || isCredential(clientId));
@@ -235,7 +238,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
           duplicate === "" ? "BAD_REQUEST" : "DUPLICATE_PARAMETER",
           duplicate === ""
             ? "The query string is not valid percent-encoding"
-            : `query parameter ${duplicate} is given more than once`,
+            : `query parameter ${quotedClientText(duplicate)} is given more than once`,
         ),
       );
     }
@@ -333,7 +336,11 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     // Such an answer is whole at its head: bytes a sloppy backend sends after it (a body for a
     // HEAD, a 204 with a Content-Length) break its socket, not the answer the client is owed.
     if (bodyless) upstreamDone(exchange);
-    if (chain.readsResponseBody && !bodyless && JSON_TYPE.test(response.headers["content-type"] ?? "")) {
+    if (
+      chain.readsResponseBody &&
+      !bodyless &&
+      JSON_FAMILY_MEDIA_TYPE.test(response.headers["content-type"] ?? "")
+    ) {
       bufferResponse(exchange, chain, response);
       return;
     }
@@ -754,38 +761,6 @@ function clientAddressOf(req: IncomingMessage, isTrustedProxy: TrustedProxies): 
   return peer;
 }
 
-// A key pasted into the query string (?api_key=…) is refused, but its line must not keep it.
-const CREDENTIAL_QUERY = /([?&][^=&]*(?:key|token|auth|secret|password|signature)[^=&]*=)[^&]*/gi;
-// A key pasted anywhere else in the target (?status=<key>, /pets/<key>): long runs holding a letter
-// are what keys look like (a random key may have no digit), and nothing of this interface's paths
-// or values is (ids are digits). A percent-encoded character counts as the one it stands for.
-const TOKEN_SHAPED = /(?:[A-Za-z0-9_.~+-]|%[0-9A-Fa-f]{2}){24,}/g;
-const ESCAPED = /%([0-9A-Fa-f]{2})/g;
-const LETTER = /[A-Za-z]/;
-const LOGGED_PATH_MAX = 256;
-
-/** The request target for the log: with key material redacted, then bounded in length. */
-function loggedPath(url: string): string {
-  let text = url;
-  if (text.includes("?")) text = text.replace(CREDENTIAL_QUERY, "$1[redacted]");
-  // Shorter targets cannot hold a run that long: most lines skip the scan. Redacting before the
-  // cut, so a cut through a key cannot leave a piece of it too short to look like one.
-  if (text.length >= 24) text = text.replace(TOKEN_SHAPED, redactKeyShaped);
-  return text.length > LOGGED_PATH_MAX ? `${text.slice(0, LOGGED_PATH_MAX)}…` : text;
-}
-
-function redactKeyShaped(run: string): string {
-  const plain = run.includes("%") ? run.replace(ESCAPED, unescapeByte) : run;
-  return LETTER.test(plain) ? "[redacted]" : run;
-}
-
-function unescapeByte(_escape: string, hex: string): string {
-  return String.fromCharCode(Number.parseInt(hex, 16));
-}
-
-// The scheme and the credential of an Authorization value, and the pieces of a malformed one.
-const CREDENTIAL_PARTS = /[\s,]+/;
-
 /**
  * A request id that repeats the request's own key (or a part of it that long) would log the key,
  * and so would one that holds it ("<key>-retry-2").
@@ -793,7 +768,7 @@ const CREDENTIAL_PARTS = /[\s,]+/;
 function isOwnCredential(requestId: string, authorization: string | undefined): boolean {
   if (authorization === undefined) return false;
   if (requestId.length >= 8 && authorization.includes(requestId)) return true;
-  for (const part of authorization.split(CREDENTIAL_PARTS)) {
+  for (const part of authorization.split(AUTHORIZATION_SEPARATORS)) {
     if (part.length >= 8 && requestId.includes(part)) return true;
   }
   return false;

@@ -1,0 +1,233 @@
+// Text the gateway does not control (a client's request, a backend's answer) is read here. A
+// regex with nested or adjacent unbounded runs can take cubic time or worse on a crafted input,
+// and the event loop serves every client: so every regex that runs on such text is exported
+// from this module, and test/untrusted-text.test.ts has recheck judge each export. Where no
+// regex is needed, a scan over character codes does the job in one pass.
+
+// --- Requests ------------------------------------------------------------------------------------
+/** A client's X-Request-Id that the gateway keeps (any other is replaced). */
+export const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+/** A request body's Content-Type the gateway reads as JSON. */
+export const JSON_MEDIA_TYPE = /^application\/json\s*(?:;|$)/i;
+/** An answer's Content-Type the gateway reads as JSON: application/json or a +json type. */
+export const JSON_FAMILY_MEDIA_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
+/** The scheme and the credential of an Authorization value, and the pieces of a malformed one. */
+export const AUTHORIZATION_SEPARATORS = /[\s,]+/;
+/** An integer as a parameter or a JSON number may write it: no sign but "-", no leading zero. */
+export const INTEGER_LITERAL = /^-?(?:0|[1-9][0-9]*)$/;
+
+// --- JSON bodies (requests and answers) --------------------------------------------------------
+// A digit followed by '.', 'e' or 'E', or 16+ digits in a row: only then can a number be
+// written as a non-literal integer (1.0, 1e3) or exceed 2^53. Strings may trigger it too;
+// that only costs the slower, still correct, path.
+export const MAY_NEED_NUMBER_SOURCE = /[0-9][.eE]|[0-9]{16}/;
+/** A key that could be __proto__ & co. once decoded: written plainly, or with any \u escape. */
+export const MAY_HOLD_PROTOTYPE_KEY = /"(?:__proto__|constructor|prototype)"\s*:|\\u/;
+/** 16 digits in a row: an integer literal that may be beyond 2^53. */
+export const SIXTEEN_DIGITS = /[0-9]{16}/;
+/** A JSON number at lastIndex. */
+export const JSON_NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+/** A JSON string escape at lastIndex. */
+export const JSON_ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
+/** The offset V8 names in a JSON.parse message. */
+export const JSON_ERROR_POSITION = /position ([0-9]+)/;
+/** An array index in a JSON pointer. */
+export const POINTER_ARRAY_INDEX = /\/[0-9]+(?=\/|$)/g;
+
+// --- Excerpts of answers and headers for logs and reports ----------------------------------------
+/** A member name whose value is a secret. */
+export const SENSITIVE_NAME = /key|token|secret|passw|authori[sz]ation|credential|cookie|session/i;
+/** What keys look like in an answer or a header: a long run of base64 characters. */
+export const TOKEN_LIKE = /[A-Za-z0-9_+/=-]{24,}/g;
+export const TOKEN_CHAR = /[A-Za-z0-9_+/=-]/;
+export const LETTER = /[A-Za-z]/;
+export const DIGIT = /[0-9]/;
+export const BEARER_PREFIX = /^bearer\s+/i;
+/** A cell a spreadsheet would run as a formula. */
+export const FORMULA_START = /^[=+\-@\t\r]/;
+/** A cell that needs RFC 4180 quotes. */
+export const CSV_QUOTED = /[",\r\n]/;
+
+/**
+ * The credential of an Authorization value in the Bearer scheme, trimmed ("" for none), or
+ * undefined for any other value. RFC 6750 §2.1: the scheme is case-insensitive, one or more
+ * spaces before the token. A scan: /^bearer(?: +(.*))?$/i is quadratic on a run of spaces.
+ */
+export function bearerCredential(authorization: string): string | undefined {
+  if (authorization.length < 6 || !startsWithIgnoringAsciiCase(authorization, 0, "bearer")) return undefined;
+  if (authorization.length === 6) return "";
+  if (authorization.charCodeAt(6) !== 32) return undefined;
+  for (let i = 7; i < authorization.length; i++) {
+    const c = authorization.charCodeAt(i);
+    // What "." does not match, and so what "$" does not follow.
+    if (c === 10 || c === 13 || c === 0x2028 || c === 0x2029) return undefined;
+  }
+  return authorization.slice(7).trim();
+}
+
+const REDACTED = "[redacted]";
+const LOGGED_PATH_MAX = 256;
+// A run of key-shaped characters this long is taken for a key.
+const KEY_RUN = 24;
+
+/** The request target for the log: with key material redacted, then bounded in length. */
+export function loggedPath(url: string): string {
+  let text = url;
+  // A key pasted into the query string (?api_key=…) is refused, but its line must not keep it.
+  if (text.includes("?")) text = redactCredentialQuery(text);
+  // Redacting before the cut, so a cut through a key cannot leave a piece of it too short to
+  // look like one.
+  text = redactKeyShaped(text);
+  return text.length > LOGGED_PATH_MAX ? `${text.slice(0, LOGGED_PATH_MAX)}…` : text;
+}
+
+const CREDENTIAL_WORDS = ["key", "token", "auth", "secret", "password", "signature"];
+
+/**
+ * The value of every parameter whose name holds a credential word (any case), as [redacted]. A
+ * parameter starts at any "?" or "&" and its name runs to the first "=" (a "&" first: no value);
+ * the value runs to the next "&". A name without such a word is passed over whole: a later "?"
+ * inside it starts a part of the same name, which holds no such word either.
+ */
+export function redactCredentialQuery(text: string): string {
+  let out = "";
+  let copied = 0;
+  let start = nextParameterStart(text, 0);
+  while (start !== -1) {
+    let end = start + 1;
+    while (end < text.length) {
+      const c = text.charCodeAt(end);
+      if (c === 61 /* = */ || c === 38 /* & */) break;
+      end++;
+    }
+    if (end === text.length) break;
+    if (text.charCodeAt(end) === 38) {
+      start = end;
+      continue;
+    }
+    if (!holdsCredentialWord(text, start + 1, end)) {
+      start = nextParameterStart(text, end + 1);
+      continue;
+    }
+    let valueEnd = text.indexOf("&", end + 1);
+    if (valueEnd === -1) valueEnd = text.length;
+    out += `${text.slice(copied, end + 1)}${REDACTED}`;
+    copied = valueEnd;
+    start = valueEnd === text.length ? -1 : valueEnd;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
+}
+
+function nextParameterStart(text: string, from: number): number {
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 63 /* ? */ || c === 38 /* & */) return i;
+  }
+  return -1;
+}
+
+function holdsCredentialWord(text: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    for (const word of CREDENTIAL_WORDS) {
+      if (i + word.length <= to && startsWithIgnoringAsciiCase(text, i, word)) return true;
+    }
+  }
+  return false;
+}
+
+/** Whether text holds word (lower-case ASCII letters) at index, in any ASCII case. */
+function startsWithIgnoringAsciiCase(text: string, index: number, word: string): boolean {
+  for (let k = 0; k < word.length; k++) {
+    const c = text.charCodeAt(index + k);
+    const lower = c >= 65 && c <= 90 ? c + 32 : c;
+    if (lower !== word.charCodeAt(k)) return false;
+  }
+  return true;
+}
+
+/**
+ * Runs of 24 or more key-shaped units (letters, digits, "_.~+-", or a %XX escape, which counts
+ * as the one character it stands for) that hold a letter, as [redacted]: what keys look like (a
+ * random key may have no digit), and nothing of this interface's paths, values or messages is
+ * (ids are digits). For a key pasted anywhere in a request target (?status=<key>, /pets/<key>)
+ * and for client text quoted in an error message.
+ */
+export function redactKeyShaped(text: string): string {
+  // Shorter texts cannot hold a run that long: most lines skip the scan.
+  if (text.length < KEY_RUN) return text;
+  let out = "";
+  let copied = 0;
+  let i = 0;
+  while (i < text.length) {
+    // Units are read the same way from a given start, so a run is its longest reading; one too
+    // short is retried from its next character, where an escape reads as two more units. Such a
+    // run is at most 69 characters: the retries stay linear in the text.
+    let end = i;
+    let units = 0;
+    let letter = false;
+    for (;;) {
+      const c = text.charCodeAt(end);
+      if (isKeyCharacter(c)) {
+        letter ||= isLetter(c);
+        end++;
+      } else if (
+        c === 37 /* % */ &&
+        isHexDigit(text.charCodeAt(end + 1)) &&
+        isHexDigit(text.charCodeAt(end + 2))
+      ) {
+        letter ||= isLetter(Number.parseInt(text.slice(end + 1, end + 3), 16));
+        end += 3;
+      } else break;
+      units++;
+    }
+    if (units < KEY_RUN) {
+      i++;
+      continue;
+    }
+    if (letter) {
+      out += `${text.slice(copied, i)}${REDACTED}`;
+      copied = end;
+    }
+    i = end;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
+}
+
+const QUOTED_MAX = 64;
+
+/**
+ * A client's own text (a parameter's or a member's name) as an error message quotes it: with
+ * key-shaped runs redacted as in the access log, then cut short. The answer goes back through
+ * proxies, browser histories and bug reports, where a pasted key must not follow it.
+ */
+export function quotedClientText(text: string): string {
+  const redacted = redactKeyShaped(text);
+  return redacted.length > QUOTED_MAX ? `${redacted.slice(0, QUOTED_MAX)}…` : redacted;
+}
+
+function isLetter(c: number): boolean {
+  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+function isHexDigit(c: number): boolean {
+  return isDigit(c) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
+}
+
+/** A letter, a digit or one of "_.~+-". */
+function isKeyCharacter(c: number): boolean {
+  return (
+    isLetter(c) ||
+    isDigit(c) ||
+    c === 95 /* _ */ ||
+    c === 46 /* . */ ||
+    c === 126 /* ~ */ ||
+    c === 43 /* + */ ||
+    c === 45 /* - */
+  );
+}
