@@ -352,6 +352,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     reports: gateway.opsReports,
     isReady: () => !stopping && gateway.isReady() && slots.some((slot) => slot.listening),
     source,
+    logger,
   });
   const opsServer = createOpsServer(handleOps);
   await listen(opsServer, config, "ops");

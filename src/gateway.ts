@@ -90,7 +90,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   for (const instance of instances) {
     for (const [path, report] of Object.entries(instance.opsReports ?? {})) opsReports.set(path, report);
   }
-  const handleOps = createOpsHandler({ reports: opsReports, isReady, source: localOpsSource(metrics) });
+  const handleOps = createOpsHandler({
+    reports: opsReports,
+    isReady,
+    source: localOpsSource(metrics),
+    logger,
+  });
 
   return {
     api,

@@ -410,6 +410,7 @@ describe("request ids, secrets and bounded labels", () => {
         source: failing,
         reports: new Map([["/deprecations", report]]),
         isReady: () => true,
+        logger: gw.gateway.logger,
       }),
     );
     server.listen(0, "127.0.0.1");
