@@ -9,12 +9,12 @@ import { availableParallelism } from "node:os";
 import { AggregatorRegistry, Counter, Gauge, Registry } from "prom-client";
 import policies from "../policies/index.ts";
 import { validateConfig } from "./config.ts";
-import { createGateway } from "./gateway.ts";
+import { buildOpsServer, createGateway } from "./gateway.ts";
 import { listen } from "./listen.ts";
 import { createLogger, type LoggerHandle } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
 import type { ApiDescription } from "./openapi.ts";
-import { createOpsHandler, createOpsServer, type OpsSource } from "./ops.ts";
+import { createOpsHandler, type OpsSource } from "./ops.ts";
 import type { OpsReport } from "./policy.ts";
 import { closeAndExit, logListening, type ProcessSetup, type Serving, serve } from "./serve.ts";
 
@@ -354,7 +354,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     source,
     logger,
   });
-  const opsServer = createOpsServer(handleOps);
+  const opsServer = buildOpsServer(handleOps, config.server);
   await listen(opsServer, config, "ops");
   opsPort = (opsServer.address() as AddressInfo).port;
 

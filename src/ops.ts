@@ -3,7 +3,7 @@
 // of a process group, collected over IPC and merged, so a scrape sees one consistent set.
 // The ops port is the edge too: its target is read as the public port reads one, and an
 // endpoint that fails answers 500 and is logged; it never ends the process.
-import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { canonicalTarget, parseQuery } from "./canonical-request.ts";
 import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
@@ -110,13 +110,6 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
       failed(res, endpoint, failure, error);
     }
   };
-}
-
-/** The ops server around a handler (not listening): a malformed probe only loses its socket. */
-export function createOpsServer(handler: (req: IncomingMessage, res: ServerResponse) => void): http.Server {
-  const server = http.createServer(handler);
-  server.on("clientError", (_error, socket) => socket.destroy());
-  return server;
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {

@@ -101,6 +101,30 @@ describe("the ops port reads requests as the public port does", () => {
     assert.deepEqual(crashes.crashes, []);
   });
 
+  test("a head or target the public port refuses is refused alike on the ops port", async () => {
+    const heads = [
+      "GET /healthz HTTP/1.1\r\n\r\n",
+      "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+      "GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n",
+      "GET /./healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+      "GET //healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+      "GET /%68ealthz HTTP/1.1\r\nHost: x\r\n\r\n",
+      "GET /healthz;a=b HTTP/1.1\r\nHost: x\r\n\r\n",
+      "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
+      "GET /healthz?a=1&a=2 HTTP/1.1\r\nHost: x\r\n\r\n",
+      "GET /healthz?a=%zz HTTP/1.1\r\nHost: x\r\n\r\n",
+    ];
+    for (const bare of heads) {
+      const head = bare.replace(/\r\n\r\n$/, "\r\nConnection: close\r\n\r\n");
+      const publicAnswer = (await rawExchange(publicPort(gw), head.replace("/healthz", "/v1/pets")))
+        .responses[0];
+      const opsAnswer = (await rawExchange(opsPort(gw), head)).responses[0];
+      const code = (answer: typeof opsAnswer) => answer && [answer.status, JSON.parse(answer.body).code];
+      assert.deepEqual(code(opsAnswer), code(publicAnswer), JSON.stringify(head));
+      assert.ok(opsAnswer && opsAnswer.status >= 400 && opsAnswer.status < 500, JSON.stringify(head));
+    }
+  });
+
   test("the report's options come from the decoded query: ?format=csv is read, a format given twice is refused", async () => {
     const csv = await request(`${gw.opsUrl}/deprecations?format=csv`);
     assert.equal(csv.status, 200);
