@@ -16,7 +16,14 @@ import { createMetrics } from "./metrics.ts";
 import type { ApiDescription } from "./openapi.ts";
 import { createOpsHandler, type OpsSource } from "./ops.ts";
 import type { OpsReport } from "./policy.ts";
-import { closeAndExit, logListening, type ProcessSetup, type Serving, serve } from "./serve.ts";
+import {
+  closeAndExit,
+  exitOnFatalError,
+  logListening,
+  type ProcessSetup,
+  type Serving,
+  serve,
+} from "./serve.ts";
 
 /** The environment variable that carries the primary's setup to a worker. */
 const WORKER_SETUP = "PETSTORE_GATEWAY_WORKER";
@@ -347,6 +354,12 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     deadline.unref();
     if (live().length === 0) void finish();
   };
+
+  // A worker whose primary is gone stops by itself ('disconnect'); told with SIGTERM, it drains
+  // and says why in its own log, whatever becomes of the primary's channel.
+  exitOnFatalError(log, () => {
+    for (const slot of live()) slot.worker?.process.kill("SIGTERM");
+  });
 
   const handleOps = createOpsHandler({
     reports: gateway.opsReports,
