@@ -152,9 +152,9 @@ function mergeReports(parts: readonly ContractReport[], keep: number): ContractR
   return { operations };
 }
 
-function renderReport(report: ContractReport, url: URL, res: ServerResponse): void {
-  const only = url.searchParams.get("operation");
-  if (only === null) return sendJson(res, 200, report);
+function renderReport(report: ContractReport, query: ReadonlyMap<string, string>, res: ServerResponse): void {
+  const only = query.get("operation");
+  if (only === undefined) return sendJson(res, 200, report);
   const drift = report.operations[only];
   if (drift === undefined) return sendError(res, NO_SUCH_OPERATION);
   sendJson(res, 200, { operations: { [only]: drift } });

@@ -236,8 +236,12 @@ export function reportToCsv(report: DeprecationReport): string {
   return `${lines.join("\r\n")}\r\n`;
 }
 
-export function renderReport(report: DeprecationReport, url: URL, res: ServerResponse): void {
-  const csv = url.searchParams.get("format") === "csv";
+export function renderReport(
+  report: DeprecationReport,
+  query: ReadonlyMap<string, string>,
+  res: ServerResponse,
+): void {
+  const csv = query.get("format") === "csv";
   const body = csv ? reportToCsv(report) : `${JSON.stringify(report, null, 2)}\n`;
   res.writeHead(200, {
     "content-type": csv ? "text/csv; charset=utf-8" : "application/json",

@@ -9,14 +9,21 @@ import { availableParallelism } from "node:os";
 import { AggregatorRegistry, Counter, Gauge, Registry } from "prom-client";
 import policies from "../policies/index.ts";
 import { validateConfig } from "./config.ts";
-import { createGateway } from "./gateway.ts";
+import { buildOpsServer, createGateway } from "./gateway.ts";
 import { listen } from "./listen.ts";
 import { createLogger, type LoggerHandle } from "./logger.ts";
 import { createMetrics } from "./metrics.ts";
 import type { ApiDescription } from "./openapi.ts";
-import { createOpsHandler, createOpsServer, type OpsSource } from "./ops.ts";
+import { createOpsHandler, type OpsSource } from "./ops.ts";
 import type { OpsReport } from "./policy.ts";
-import { closeAndExit, logListening, type ProcessSetup, type Serving, serve } from "./serve.ts";
+import {
+  closeAndExit,
+  exitOnFatalError,
+  logListening,
+  type ProcessSetup,
+  type Serving,
+  serve,
+} from "./serve.ts";
 
 /** The environment variable that carries the primary's setup to a worker. */
 const WORKER_SETUP = "PETSTORE_GATEWAY_WORKER";
@@ -348,12 +355,19 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     if (live().length === 0) void finish();
   };
 
+  // A worker whose primary is gone stops by itself ('disconnect'); told with SIGTERM, it drains
+  // and says why in its own log, whatever becomes of the primary's channel.
+  exitOnFatalError(log, () => {
+    for (const slot of live()) slot.worker?.process.kill("SIGTERM");
+  });
+
   const handleOps = createOpsHandler({
     reports: gateway.opsReports,
     isReady: () => !stopping && gateway.isReady() && slots.some((slot) => slot.listening),
     source,
+    logger,
   });
-  const opsServer = createOpsServer(handleOps);
+  const opsServer = buildOpsServer(handleOps, config.server);
   await listen(opsServer, config, "ops");
   opsPort = (opsServer.address() as AddressInfo).port;
 

@@ -42,6 +42,7 @@ export interface GatewayConfig {
     readonly maxResponseBodyBytes: number;
     readonly maxHeaderBytes: number;
     readonly maxConnections: number;
+    readonly maxOpsConnections: number;
     readonly trustedProxies: readonly string[];
     readonly shutdownDrainMs: number;
     readonly shutdownTimeoutMs: number;
@@ -100,6 +101,13 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
         maxResponseBodyBytes: { type: "integer", minimum: 1, default: 1_048_576 },
         maxHeaderBytes: { type: "integer", minimum: 1024, maximum: 1_048_576, default: 16_384 },
         maxConnections: { type: "integer", minimum: 1, default: 10_000 },
+        maxOpsConnections: {
+          type: "integer",
+          minimum: 1,
+          default: 64,
+          description:
+            "Connections to the ops port: a kubelet's probes, a few scrapers and the image's health check need a handful",
+        },
         // Addresses and ranges, matched as addresses (src/trusted-proxies.ts); a host name would
         // never match a peer, so the X-Forwarded-For of a real proxy would be dropped.
         trustedProxies: {

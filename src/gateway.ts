@@ -10,7 +10,7 @@ import type { NamedPolicy } from "./isolation.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics, UNMATCHED } from "./metrics.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
-import { createOpsHandler, createOpsServer, localOpsSource } from "./ops.ts";
+import { createOpsHandler, localOpsSource } from "./ops.ts";
 import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline.ts";
 import type { AnyPolicyDefinition, OpsReport, PolicyContext, PolicyInstance } from "./policy.ts";
 
@@ -93,7 +93,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   for (const instance of instances) {
     for (const [path, report] of Object.entries(instance.opsReports ?? {})) opsReports.set(path, report);
   }
-  const handleOps = createOpsHandler({ reports: opsReports, isReady, source: localOpsSource(metrics) });
+  const handleOps = createOpsHandler({
+    reports: opsReports,
+    isReady,
+    source: localOpsSource(metrics),
+    logger,
+  });
 
   return {
     api,
@@ -126,22 +131,7 @@ export interface BuiltGateway {
 export function buildGateway(options: GatewayOptions): BuiltGateway {
   const gateway = createGateway(options);
   const { server: limits } = options.config;
-  const server = http.createServer(
-    {
-      // Never the lenient parser: request smuggling starts where two parsers disagree.
-      insecureHTTPParser: false,
-      // The pipeline refuses a missing or repeated Host itself, with the Error object; Node's own
-      // refusal has no body and does not notice a second Host.
-      requireHostHeader: false,
-      maxHeaderSize: limits.maxHeaderBytes,
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      // Node checks headersTimeout and requestTimeout only this often (30 s by default).
-      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
-    },
-    gateway.handle,
-  );
+  const server = http.createServer(serverOptions(limits), gateway.handle);
   server.maxConnections = limits.maxConnections;
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(error, socket, gateway),
@@ -159,7 +149,42 @@ export function buildGateway(options: GatewayOptions): BuiltGateway {
     socket.on("error", () => socket.destroy());
     writeRawAnswer(socket, reply);
   });
-  return { gateway, server, opsServer: createOpsServer(gateway.handleOps) };
+  return { gateway, server, opsServer: buildOpsServer(gateway.handleOps, limits) };
+}
+
+/**
+ * The ops server around a handler (not listening): the public port's parser, timeouts and raw
+ * answers, with a connection cap of its own, so that what operators probe and scrape holds no
+ * more for an unauthenticated client than the public port does.
+ */
+export function buildOpsServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  limits: GatewayConfig["server"],
+): http.Server {
+  const server = http.createServer(serverOptions(limits), handler);
+  server.maxConnections = limits.maxOpsConnections;
+  server.on("clientError", answerOpsClientError);
+  // Node's headers timeout starts at a connection's first byte: one that never sends any is held
+  // for ever, and a cap's worth of them would lock the kubelet out. Until the first answer (which
+  // sets the keep-alive timeout instead), a connection idle this long is closed.
+  server.on("connection", (socket: Socket) => socket.setTimeout(limits.headersTimeoutMs));
+  return server;
+}
+
+function serverOptions(limits: GatewayConfig["server"]): http.ServerOptions {
+  return {
+    // Never the lenient parser: request smuggling starts where two parsers disagree.
+    insecureHTTPParser: false,
+    // The canonical request refuses a missing or repeated Host itself, with the Error object;
+    // Node's own refusal has no body and does not notice a second Host.
+    requireHostHeader: false,
+    maxHeaderSize: limits.maxHeaderBytes,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // Node checks headersTimeout and requestTimeout only this often (30 s by default).
+    connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+  };
 }
 
 const CLIENT_ERRORS: Readonly<Record<string, ErrorCode>> = {
@@ -214,6 +239,20 @@ function answerClientError(
     return;
   }
   writeRawAnswer(socket, reply);
+}
+
+// The ops port counts and logs no requests: a refusal there is only answered.
+function answerOpsClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  const parserError = error.code ?? "";
+  const code = CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined);
+  const pending = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+  // The client leaving, or an answer still to come that nothing may be written before.
+  if (code === undefined || parserError === "HPE_INVALID_EOF_STATE" || pending || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.on("error", () => socket.destroy());
+  writeRawAnswer(socket, gatewayError(code));
 }
 
 /** A refusal the pipeline never saw, counted and logged like any refusal. */

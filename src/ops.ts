@@ -1,7 +1,11 @@
 // The ops port: what operators scrape and probe. Never served on the public port.
 // Where the numbers come from is a source: this process alone, or (src/cluster.ts) every worker
 // of a process group, collected over IPC and merged, so a scrape sees one consistent set.
-import http, { type IncomingMessage, type ServerResponse } from "node:http";
+// The ops port is the edge too: its target is read as the public port reads one, and an
+// endpoint that fails answers 500 and is logged; it never ends the process.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import { canonicalTarget, parseQuery } from "./canonical-request.ts";
 import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import type { OpsReport } from "./policy.ts";
@@ -11,8 +15,13 @@ const READ_ONLY = gatewayError("METHOD_NOT_ALLOWED", "Ops endpoints are read-onl
 // A worker that does not answer the primary in time, or a collector that throws.
 const REPORT_FAILED = gatewayError("INTERNAL_ERROR", "The report could not be collected");
 const METRICS_FAILED = gatewayError("INTERNAL_ERROR", "Metrics could not be collected");
+const ENDPOINT_FAILED = gatewayError("INTERNAL_ERROR", "The ops endpoint failed");
 
-type OpsHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
+interface OpsRoute {
+  run(res: ServerResponse, query: ReadonlyMap<string, string>): void | Promise<void>;
+  /** What the client gets when run throws or rejects. */
+  readonly failure: GatewayError;
+}
 
 export interface OpsSource {
   /** The Prometheus text exposition of every process serving requests. */
@@ -28,6 +37,8 @@ export interface OpsOptions {
   /** The document compiled, the keys loaded, not draining. */
   isReady(): boolean;
   readonly source: OpsSource;
+  /** Where an endpoint that fails is logged. */
+  readonly logger: Logger;
 }
 
 /** This process's own metrics and report parts. */
@@ -40,45 +51,65 @@ export function localOpsSource(metrics: Metrics): OpsSource {
 }
 
 export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { source } = options;
-  const routes = new Map<string, OpsHandler>();
+  const { source, logger } = options;
+  const routes = new Map<string, OpsRoute>();
   for (const [path, report] of options.reports) {
-    routes.set(path, (_req, res, url) => {
-      source
-        .reportParts(path, report)
-        .then((parts) => report.render(report.merge(parts), url, res))
-        .catch(() => failed(res, REPORT_FAILED));
+    routes.set(path, {
+      failure: REPORT_FAILED,
+      run: async (res, query) => {
+        const parts = await source.reportParts(path, report);
+        report.render(report.merge(parts), query, res);
+      },
     });
   }
   // Liveness: the process answers. Nothing else, so a slow backend never gets a replica killed.
-  routes.set("/healthz", (_req, res) => sendJson(res, 200, { status: "ok" }));
-  routes.set("/readyz", (_req, res) => {
-    const ready = options.isReady();
-    sendJson(res, ready ? 200 : 503, { status: ready ? "ready" : "not ready" });
+  routes.set("/healthz", { failure: ENDPOINT_FAILED, run: (res) => sendJson(res, 200, { status: "ok" }) });
+  routes.set("/readyz", {
+    failure: ENDPOINT_FAILED,
+    run: (res) => {
+      const ready = options.isReady();
+      sendJson(res, ready ? 200 : 503, { status: ready ? "ready" : "not ready" });
+    },
   });
-  routes.set("/metrics", (_req, res) => {
-    source
-      .metrics()
-      .then((text) => {
-        res.writeHead(200, { "content-type": source.contentType, "cache-control": "no-store" });
-        res.end(text);
-      })
-      .catch(() => failed(res, METRICS_FAILED));
+  routes.set("/metrics", {
+    failure: METRICS_FAILED,
+    run: async (res) => {
+      const text = await source.metrics();
+      res.writeHead(200, { "content-type": source.contentType, "cache-control": "no-store" });
+      res.end(text);
+    },
   });
-  return (req, res) => {
-    const url = new URL(req.url ?? "/", "http://ops.invalid");
-    const route = routes.get(url.pathname);
-    if (!route) return sendError(res, NO_SUCH_ENDPOINT);
-    if (req.method !== "GET" && req.method !== "HEAD") return sendError(res, READ_ONLY);
-    route(req, res, url);
+  const failed = (res: ServerResponse, endpoint: string, reply: GatewayError, error: unknown) => {
+    logger.error(
+      {
+        endpoint,
+        error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
+      },
+      "ops endpoint failed",
+    );
+    if (!res.headersSent) sendError(res, reply);
+    // Half an answer must not look whole.
+    else res.destroy();
   };
-}
-
-/** The ops server around a handler (not listening): a malformed probe only loses its socket. */
-export function createOpsServer(handler: (req: IncomingMessage, res: ServerResponse) => void): http.Server {
-  const server = http.createServer(handler);
-  server.on("clientError", (_error, socket) => socket.destroy());
-  return server;
+  return (req, res) => {
+    let endpoint = "";
+    let failure = ENDPOINT_FAILED;
+    try {
+      const target = canonicalTarget(req);
+      if (target.refusal !== undefined) return sendError(res, target.refusal, target.closeConnection);
+      const route = routes.get(target.path);
+      if (!route) return sendError(res, NO_SUCH_ENDPOINT);
+      if (req.method !== "GET" && req.method !== "HEAD") return sendError(res, READ_ONLY);
+      const query = new Map<string, string>();
+      const badQuery = parseQuery(target.rawQuery, query);
+      if (badQuery !== undefined) return sendError(res, badQuery);
+      endpoint = target.path;
+      failure = route.failure;
+      route.run(res, query)?.catch((error: unknown) => failed(res, endpoint, failure, error));
+    } catch (error) {
+      failed(res, endpoint, failure, error);
+    }
+  };
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
@@ -86,8 +117,13 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
 }
 
 /** An error of the catalogue: its body is the interface's Error object, as on the public port. */
-export function sendError(res: ServerResponse, error: GatewayError): void {
-  writeJson(res, error.status, errorBody(error), error.headers);
+export function sendError(res: ServerResponse, error: GatewayError, closeConnection = false): void {
+  writeJson(
+    res,
+    error.status,
+    errorBody(error),
+    closeConnection ? { ...error.headers, connection: "close" } : error.headers,
+  );
 }
 
 function writeJson(
@@ -102,8 +138,4 @@ function writeJson(
     "content-length": Buffer.byteLength(body),
   });
   res.end(body);
-}
-
-function failed(res: ServerResponse, error: GatewayError): void {
-  if (!res.headersSent) sendError(res, error);
 }

@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import type { Logger } from "pino";
+import { canonicalTarget, parseQuery } from "./canonical-request.ts";
 import type { GatewayConfig } from "./config.ts";
 import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "./framing.ts";
@@ -20,7 +21,6 @@ import {
   AUTHORIZATION_SEPARATORS,
   JSON_FAMILY_MEDIA_TYPE,
   loggedPath,
-  quotedClientText,
   REQUEST_ID,
 } from "./untrusted-text.ts";
 
@@ -73,10 +73,6 @@ const SPOOFABLE: readonly string[] = [
 const FORWARDED_FOR = "x-forwarded-for";
 /** What the core adds to every answer that a client may want to read (the nosniff header is for browsers themselves). */
 export const CORE_RESPONSE_HEADERS: readonly string[] = ["x-request-id"];
-// The path the policies judge must be the path the backend gets: no percent-encoding, no
-// backslash, no ';' parameters, no empty or dot segments, no control characters.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
-const NON_CANONICAL_PATH = /[%\\;\u0000-\u0020\u007f]|\/\/|\/\.\.?(?:\/|$)/;
 
 export interface PipelineOptions {
   readonly config: GatewayConfig;
@@ -213,35 +209,20 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     req.on("error", ignoreClientError);
     res.on("error", ignoreClientError);
 
-    const url = exchange.url;
-    const queryStart = url.indexOf("?");
-    const path = queryStart === -1 ? url : url.slice(0, queryStart);
-    const rawQuery = queryStart === -1 ? "" : url.slice(queryStart + 1);
-    const framing = framingProblem(req);
-    if (framing !== undefined) return reject(exchange, gatewayError("BAD_REQUEST", framing), true);
+    const target = canonicalTarget(req);
+    if (target.refusal !== undefined) return reject(exchange, target.refusal, target.closeConnection);
+    const { path, rawQuery } = target;
     // The client's hop-by-hop headers go before any policy runs, so that a Connection header can
     // never remove what a policy sets for the backend (the consumer, its credential). The body's
     // Transfer-Encoding stays until forwarding: it tells the policies a body is coming.
     scrubHopByHop(req.headers, "transfer-encoding");
     for (const name of SPOOFABLE) if (req.headers[name] !== undefined) delete req.headers[name];
-    if (!path.startsWith("/") || NON_CANONICAL_PATH.test(path))
-      return reject(exchange, gatewayError("BAD_PATH"));
     for (const phase of arrival) {
       const reply = phase(exchange);
       if (reply) return "code" in reply ? reject(exchange, reply) : answerLocally(exchange, reply);
     }
-    const duplicate = parseQuery(rawQuery, exchange.query);
-    if (duplicate !== undefined) {
-      return reject(
-        exchange,
-        gatewayError(
-          duplicate === "" ? "BAD_REQUEST" : "DUPLICATE_PARAMETER",
-          duplicate === ""
-            ? "The query string is not valid percent-encoding"
-            : `query parameter ${quotedClientText(duplicate)} is given more than once`,
-        ),
-      );
-    }
+    const badQuery = parseQuery(rawQuery, exchange.query);
+    if (badQuery !== undefined) return reject(exchange, badQuery);
     const match = router.match(req.method ?? "", path);
     if (match.kind === "not-found") return reject(exchange, gatewayError("NOT_FOUND"));
     if (match.kind === "method-not-allowed") {
@@ -257,7 +238,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     // The backend's own base path replaces the public one; http-proxy-3 prepends the target's path.
     req.url = exchange.queryChanged
       ? `${path.slice(basePathLength)}?${serializeQuery(exchange.query)}`
-      : url.slice(basePathLength);
+      : exchange.url.slice(basePathLength);
     if (match.operation.requestBody === undefined) return forward(exchange, chain, undefined);
     readBody(exchange, chain);
   }
@@ -623,30 +604,6 @@ function onStreamedResponseError(this: IncomingMessage): void {
   exchange.res.destroy();
 }
 
-/**
- * What Node's parser lets through but a gateway must not (RFC 9112): versions other than 1.0
- * and 1.1, a missing or repeated Host, any Transfer-Encoding on HTTP/1.0, and a transfer coding
- * other than chunked, which would leave the gateway and the backend reading different bodies.
- */
-function framingProblem(req: IncomingMessage): string | undefined {
-  if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return "Only HTTP/1.0 and HTTP/1.1 are served";
-  let hosts = 0;
-  const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (name.length === 4 && name.toLowerCase() === "host") hosts++;
-  }
-  if (hosts > 1) return "The request has more than one Host header";
-  if (hosts === 0 && req.httpVersionMinor === 1) return "The request has no Host header";
-  const coding = req.headers["transfer-encoding"];
-  if (coding !== undefined) {
-    // RFC 9112 §6.1: a chunked body is not HTTP/1.0; Node would pass it on.
-    if (req.httpVersionMinor === 0) return "Transfer-Encoding is not allowed in HTTP/1.0";
-    if (coding.toLowerCase() !== "chunked") return "Transfer-Encoding other than chunked is not supported";
-  }
-  return undefined;
-}
-
 function ignoreClientError(): void {
   // A client that goes away mid-request is not the gateway's fault; 'close' observes it.
 }
@@ -688,31 +645,6 @@ function connectionListed(connection: unknown): readonly string[] {
     if (trimmed !== "" && trimmed !== "content-length" && trimmed !== "host") names.push(trimmed);
   }
   return names;
-}
-
-/** Fills query; returns the name of a duplicated parameter, "" for bad encoding, undefined when fine. */
-function parseQuery(raw: string, into: Map<string, string>): string | undefined {
-  if (raw === "") return undefined;
-  for (const pair of raw.split("&")) {
-    if (pair === "") continue;
-    const equals = pair.indexOf("=");
-    let name: string;
-    let value: string;
-    try {
-      name = decodeQueryComponent(equals === -1 ? pair : pair.slice(0, equals));
-      value = equals === -1 ? "" : decodeQueryComponent(pair.slice(equals + 1));
-    } catch {
-      return "";
-    }
-    if (into.has(name)) return name;
-    into.set(name, value);
-  }
-  return undefined;
-}
-
-function decodeQueryComponent(text: string): string {
-  const spaced = text.includes("+") ? text.replaceAll("+", " ") : text;
-  return spaced.includes("%") ? decodeURIComponent(spaced) : spaced;
 }
 
 function serializeQuery(query: Map<string, string>): string {

@@ -73,8 +73,8 @@ export interface OpsReport<Part = unknown> {
   collect(): Part;
   /** Parts of every process (or just this one) into one. */
   merge(parts: readonly Part[]): Part;
-  /** Writes the merged report; the URL carries options such as ?format=csv. */
-  render(report: Part, url: URL, res: ServerResponse): void;
+  /** Writes the merged report; the query, decoded, carries options such as ?format=csv. */
+  render(report: Part, query: ReadonlyMap<string, string>, res: ServerResponse): void;
 }
 
 /** A policy's answer that is not an error (e.g. a CORS preflight): a status and headers, no body. */

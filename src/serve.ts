@@ -76,22 +76,7 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
-  // No input or backend behaviour is known to get here (the hardening suites try); should a bug
-  // ever do it, the state of the process is unknown: leave one fatal line, flush, and exit so the
-  // supervisor (the cluster primary, Kubernetes, systemd) starts a clean one.
-  const onFatal = (error: unknown, origin: string) => {
-    logger.fatal(
-      {
-        origin,
-        error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
-      },
-      "fatal error",
-    );
-    flush();
-    process.exit(70);
-  };
-  process.on("uncaughtException", onFatal);
-  process.on("unhandledRejection", (reason) => onFatal(reason, "unhandledRejection"));
+  exitOnFatalError(options.log);
 
   return {
     gateway,
@@ -99,6 +84,33 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     opsPort: options.ops ? (opsServer.address() as AddressInfo).port : undefined,
     stop,
   };
+}
+
+/**
+ * What any process of the gateway (alone, a worker, a cluster primary) does with an error nothing
+ * caught. No input or backend behaviour is known to get here (the hardening suites try); should a
+ * bug ever do it, the state of the process is unknown: leave one fatal line, let `beforeExit` stop
+ * what would outlive the process (a primary's workers), flush, and exit 70 so that the supervisor
+ * (the cluster primary, Kubernetes, systemd) starts a clean one.
+ */
+export function exitOnFatalError(log: LoggerHandle, beforeExit?: () => void): void {
+  const onFatal = (error: unknown, origin: string) => {
+    log.logger.fatal(
+      {
+        origin,
+        error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
+      },
+      "fatal error",
+    );
+    try {
+      beforeExit?.();
+    } finally {
+      log.flush();
+      process.exit(70);
+    }
+  };
+  process.on("uncaughtException", onFatal);
+  process.on("unhandledRejection", (reason) => onFatal(reason, "unhandledRejection"));
 }
 
 /** The start-up line, flushed at once: whoever started the process may be waiting for it. */

@@ -349,9 +349,15 @@ export interface GatewayProcess {
   readonly exitedAt: Promise<number>;
 }
 
-/** The gateway program as `npm start` runs it, in its own process, on ports the OS chose; resolves once it listens. */
-export async function startGatewayProcess(env: Record<string, string> = {}): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, GATEWAY_PROGRAM, {
+/**
+ * The gateway program as `npm start` runs it (or another program that logs as it does, e.g. a
+ * fixture with a planted bug), in its own process, on ports the OS chose; resolves once it listens.
+ */
+export async function startGatewayProcess(
+  env: Record<string, string> = {},
+  program: readonly string[] = GATEWAY_PROGRAM,
+): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, program, {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
-import { createOpsHandler, createOpsServer, type OpsSource } from "../src/ops.ts";
+import { buildOpsServer } from "../src/gateway.ts";
+import { createOpsHandler, type OpsSource } from "../src/ops.ts";
 import type { OpsReport } from "../src/policy.ts";
 import {
   type Behaviour,
@@ -420,12 +421,14 @@ describe("request ids, secrets and bounded labels", () => {
       reportParts: () => Promise.reject(new Error("a worker did not answer")),
     };
     const report: OpsReport = { collect: () => ({}), merge: () => ({}), render: () => {} };
-    const server = createOpsServer(
+    const server = buildOpsServer(
       createOpsHandler({
         source: failing,
         reports: new Map([["/deprecations", report]]),
         isReady: () => true,
+        logger: gw.gateway.logger,
       }),
+      gw.config.server,
     );
     server.listen(0, "127.0.0.1");
     await once(server, "listening");

@@ -1,0 +1,114 @@
+// Is this request well-formed HTTP that the gateway will judge? The one reading of a request's
+// head and target that every port of the process uses, the ops port included: what it refuses
+// is refused alike everywhere, and no client text ever reaches a parser that throws (new URL()).
+import type { IncomingHttpHeaders } from "node:http";
+import { type GatewayError, gatewayError } from "./errors.ts";
+import { quotedClientText } from "./untrusted-text.ts";
+
+/** What the reading needs of a request: its head, as Node's parser gave it. */
+export interface RequestHead {
+  readonly url?: string | undefined;
+  readonly httpVersionMajor: number;
+  readonly httpVersionMinor: number;
+  readonly rawHeaders: readonly string[];
+  readonly headers: IncomingHttpHeaders;
+}
+
+export type CanonicalTarget =
+  | {
+      readonly refusal: undefined;
+      /** Origin-form, canonical: what the policies judge is what the backend gets. */
+      readonly path: string;
+      /** After the first '?', as sent (parseQuery reads it). */
+      readonly rawQuery: string;
+    }
+  | {
+      readonly refusal: GatewayError;
+      /** The framing itself is in doubt: nothing more may be read from the connection. */
+      readonly closeConnection: boolean;
+    };
+
+// The path the policies judge must be the path the backend gets: no percent-encoding, no
+// backslash, no ';' parameters, no empty or dot segments, no control characters.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+const NON_CANONICAL_PATH = /[%\\;\u0000-\u0020\u007f]|\/\/|\/\.\.?(?:\/|$)/;
+
+/**
+ * The request's path and query, or why it is refused. Only origin-form targets are read: an
+ * absolute-form target (`GET http://host/v1/pets`), the asterisk and anything else that does not
+ * start with '/' is refused with BAD_PATH (see the README's "One canonical path").
+ */
+export function canonicalTarget(req: RequestHead): CanonicalTarget {
+  const framing = framingProblem(req);
+  if (framing !== undefined) return { refusal: gatewayError("BAD_REQUEST", framing), closeConnection: true };
+  const url = req.url ?? "";
+  const queryStart = url.indexOf("?");
+  const path = queryStart === -1 ? url : url.slice(0, queryStart);
+  if (!path.startsWith("/") || NON_CANONICAL_PATH.test(path))
+    return { refusal: gatewayError("BAD_PATH"), closeConnection: false };
+  return { refusal: undefined, path, rawQuery: queryStart === -1 ? "" : url.slice(queryStart + 1) };
+}
+
+/**
+ * What Node's parser lets through but a gateway must not (RFC 9112): versions other than 1.0
+ * and 1.1, a missing or repeated Host, any Transfer-Encoding on HTTP/1.0, and a transfer coding
+ * other than chunked, which would leave the gateway and the backend reading different bodies.
+ */
+function framingProblem(req: RequestHead): string | undefined {
+  if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1) return "Only HTTP/1.0 and HTTP/1.1 are served";
+  let hosts = 0;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && name.toLowerCase() === "host") hosts++;
+  }
+  if (hosts > 1) return "The request has more than one Host header";
+  if (hosts === 0 && req.httpVersionMinor === 1) return "The request has no Host header";
+  const coding = req.headers["transfer-encoding"];
+  if (coding !== undefined) {
+    // RFC 9112 §6.1: a chunked body is not HTTP/1.0; Node would pass it on.
+    if (req.httpVersionMinor === 0) return "Transfer-Encoding is not allowed in HTTP/1.0";
+    if (coding.toLowerCase() !== "chunked") return "Transfer-Encoding other than chunked is not supported";
+  }
+  return undefined;
+}
+
+/**
+ * Fills `into` with the query, name -> value; or says why it is refused: a name given twice (the
+ * backend might read the other one) or percent-encoding that does not decode.
+ */
+export function parseQuery(raw: string, into: Map<string, string>): GatewayError | undefined {
+  const duplicate = fillQuery(raw, into);
+  if (duplicate === undefined) return undefined;
+  return duplicate === ""
+    ? gatewayError("BAD_REQUEST", "The query string is not valid percent-encoding")
+    : gatewayError(
+        "DUPLICATE_PARAMETER",
+        `query parameter ${quotedClientText(duplicate)} is given more than once`,
+      );
+}
+
+/** Fills query; returns the name of a duplicated parameter, "" for bad encoding, undefined when fine. */
+function fillQuery(raw: string, into: Map<string, string>): string | undefined {
+  if (raw === "") return undefined;
+  for (const pair of raw.split("&")) {
+    if (pair === "") continue;
+    const equals = pair.indexOf("=");
+    let name: string;
+    let value: string;
+    try {
+      name = decodeQueryComponent(equals === -1 ? pair : pair.slice(0, equals));
+      value = equals === -1 ? "" : decodeQueryComponent(pair.slice(equals + 1));
+    } catch {
+      return "";
+    }
+    if (into.has(name)) return name;
+    into.set(name, value);
+  }
+  return undefined;
+}
+
+function decodeQueryComponent(text: string): string {
+  const spaced = text.includes("+") ? text.replaceAll("+", " ") : text;
+  return spaced.includes("%") ? decodeURIComponent(spaced) : spaced;
+}

@@ -1,0 +1,132 @@
+// The one reading of a request's head and target that every port uses, as a pure function.
+import assert from "node:assert/strict";
+import type { IncomingHttpHeaders } from "node:http";
+import { test } from "node:test";
+import fc from "fast-check";
+import { canonicalTarget, parseQuery, type RequestHead } from "../src/canonical-request.ts";
+
+const SEED = Number(process.env.FC_SEED ?? 20_261_124);
+
+function head(url: string, more: Partial<RequestHead> = {}): RequestHead {
+  const rawHeaders = more.rawHeaders ?? ["Host", "gw"];
+  const headers: IncomingHttpHeaders = {};
+  for (let i = 0; i < rawHeaders.length; i += 2)
+    headers[(rawHeaders[i] as string).toLowerCase()] = rawHeaders[i + 1] as string;
+  return { url, httpVersionMajor: 1, httpVersionMinor: 1, rawHeaders, headers, ...more };
+}
+
+const refusalOf = (target: ReturnType<typeof canonicalTarget>) =>
+  target.refusal === undefined ? undefined : [target.refusal.code, target.closeConnection];
+
+test("an origin-form target is read as its path and its query, as sent", () => {
+  assert.deepEqual(canonicalTarget(head("/v1/pets?limit=3&status=sold")), {
+    refusal: undefined,
+    path: "/v1/pets",
+    rawQuery: "limit=3&status=sold",
+  });
+  assert.deepEqual(canonicalTarget(head("/metrics")), { refusal: undefined, path: "/metrics", rawQuery: "" });
+  assert.deepEqual(canonicalTarget(head("/deprecations?")), {
+    refusal: undefined,
+    path: "/deprecations",
+    rawQuery: "",
+  });
+  // The query is not the path's business: what it holds is for parseQuery to judge.
+  assert.equal(canonicalTarget(head("/healthz?a=%zz&b=/../x")).refusal, undefined);
+});
+
+test("absolute-form targets are refused with BAD_PATH, however broken their host or port", () => {
+  for (const url of [
+    "http://x/v1/pets",
+    "http://a:99999/metrics",
+    "http://[/",
+    "http://%zz/healthz",
+    "http://1.2.3.4.5/readyz",
+    "https://gw/healthz",
+    "*",
+    "",
+    "healthz",
+  ]) {
+    assert.deepEqual(refusalOf(canonicalTarget(head(url))), ["BAD_PATH", false], url);
+  }
+});
+
+test("a path that is not canonical is refused with BAD_PATH, the connection kept", () => {
+  for (const url of [
+    "/v1/pets/../admin",
+    "/v1/./pets",
+    "/v1/pets/.",
+    "/v1//pets",
+    "/v1/%2e%2e/admin",
+    "/v1/pets%2f1",
+    "/v1\\pets",
+    "/v1/pets;jsessionid=1",
+    "/v1/pets\u0000",
+    "/v1/pe ts",
+    "/v1/pets\u007f",
+  ]) {
+    assert.deepEqual(refusalOf(canonicalTarget(head(url))), ["BAD_PATH", false], JSON.stringify(url));
+  }
+});
+
+test("framing a gateway must not pass on is refused with BAD_REQUEST and closes the connection", () => {
+  const cases: [string, RequestHead][] = [
+    ["no Host on HTTP/1.1", head("/healthz", { rawHeaders: [] })],
+    ["two Hosts", head("/healthz", { rawHeaders: ["Host", "a", "host", "b"] })],
+    ["HTTP/2.0", head("/healthz", { httpVersionMajor: 2, httpVersionMinor: 0 })],
+    ["HTTP/1.2", head("/healthz", { httpVersionMinor: 2 })],
+    [
+      "chunked on HTTP/1.0",
+      head("/healthz", { httpVersionMinor: 0, rawHeaders: ["Transfer-Encoding", "chunked"] }),
+    ],
+    ["gzip, chunked", head("/healthz", { rawHeaders: ["Host", "gw", "Transfer-Encoding", "gzip, chunked"] })],
+  ];
+  for (const [name, request] of cases) {
+    assert.deepEqual(refusalOf(canonicalTarget(request)), ["BAD_REQUEST", true], name);
+  }
+  // Framing is judged before the target: a broken target on a broken frame still closes.
+  assert.deepEqual(refusalOf(canonicalTarget(head("http://[/", { rawHeaders: [] }))), ["BAD_REQUEST", true]);
+  // HTTP/1.0 needs no Host.
+  assert.equal(canonicalTarget(head("/healthz", { httpVersionMinor: 0, rawHeaders: [] })).refusal, undefined);
+});
+
+test("no target text throws: every string is a path and query or a refusal", () => {
+  fc.assert(
+    fc.property(
+      fc.string({ unit: "binary", maxLength: 300 }),
+      fc.string({ maxLength: 40 }),
+      (tail, prefix) => {
+        for (const url of [tail, `/${tail}`, `http://${tail}`, `${prefix}?${tail}`]) {
+          const target = canonicalTarget(head(url));
+          if (target.refusal === undefined) {
+            assert.ok(target.path.startsWith("/"));
+            assert.equal(url.includes("?") ? `${target.path}?${target.rawQuery}` : target.path, url);
+          }
+          parseQuery(target.refusal === undefined ? target.rawQuery : tail, new Map());
+        }
+      },
+    ),
+    { seed: SEED, numRuns: 200 },
+  );
+});
+
+test("the query is decoded once; a name given twice or broken percent-encoding is refused", () => {
+  const query = new Map<string, string>();
+  assert.equal(parseQuery("format=csv&note=a+b%20c&flag&&", query), undefined);
+  assert.deepEqual(
+    [...query],
+    [
+      ["format", "csv"],
+      ["note", "a b c"],
+      ["flag", ""],
+    ],
+  );
+  const twice = parseQuery("format=csv&format=json", new Map());
+  assert.deepEqual(
+    [twice?.code, twice?.message],
+    ["DUPLICATE_PARAMETER", "query parameter format is given more than once"],
+  );
+  // The same name spelled two ways is the same name.
+  assert.equal(parseQuery("a=1&%61=2", new Map())?.code, "DUPLICATE_PARAMETER");
+  const broken = parseQuery("format=%zz", new Map());
+  assert.deepEqual([broken?.code, broken?.status], ["BAD_REQUEST", 400]);
+});

@@ -1,0 +1,68 @@
+// When a bug reaches the top of a cluster primary, it exits 70 like a lone process, with one
+// `fatal error` line, and its workers stop with it.
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { eventually, type GatewayProcess, startGatewayProcess, writeKeysFile } from "../harness.ts";
+
+/** Bounds every wait of a connection: whatever it sent, it is answered or closed within a few seconds. */
+const SERVER = {
+  headersTimeoutMs: 1000,
+  requestTimeoutMs: 2000,
+  keepAliveTimeoutMs: 500,
+  shutdownDrainMs: 100,
+  shutdownTimeoutMs: 5000,
+};
+
+function configFile(config: Record<string, unknown>): string {
+  const file = join(mkdtempSync(join(tmpdir(), "gw-ops-process-")), "gateway.json");
+  writeFileSync(file, JSON.stringify({ opsHost: "127.0.0.1", server: SERVER, ...config }));
+  return file;
+}
+
+const fatalLines = (gw: GatewayProcess) => gw.lines.filter((line) => line.msg === "fatal error");
+
+describe("a bug that reaches the top of a cluster primary", () => {
+  const { file: keysFile } = writeKeysFile(["acme"]);
+  for (const fault of ["exception", "rejection"]) {
+    test(`(an uncaught ${fault}) is logged as 'fatal error', exits 70, and the workers stop too`, async () => {
+      const gw = await startGatewayProcess(
+        {
+          HOST: "127.0.0.1",
+          GATEWAY_CONFIG: configFile({}),
+          UPSTREAM_URL: "http://127.0.0.1:9/v1",
+          API_KEYS_FILE: keysFile,
+          FAULT: fault,
+        },
+        ["test/fixtures/faulty-primary.ts"],
+      );
+      try {
+        const pids = await eventually("both workers listening", () => {
+          const listening = gw.lines
+            .filter((line) => line.msg === "worker listening")
+            .map((line) => line.worker);
+          return listening.length >= 2 ? (listening as number[]) : undefined;
+        });
+        gw.child.kill("SIGUSR2");
+        assert.equal(await gw.exited, 70);
+        const [fatal, ...more] = fatalLines(gw);
+        assert.equal(more.length, 0);
+        assert.equal(fatal?.pid, gw.child.pid);
+        assert.equal(fatal?.origin, fault === "rejection" ? "unhandledRejection" : "uncaughtException");
+        const alive = (pid: number) => {
+          try {
+            process.kill(pid, 0);
+            return true;
+          } catch {
+            return false;
+          }
+        };
+        await eventually("every worker gone", () => pids.every((pid) => !alive(pid)), 10_000);
+      } finally {
+        if (gw.child.exitCode === null) gw.child.kill("SIGKILL");
+      }
+    });
+  }
+});

@@ -1,0 +1,150 @@
+// The ops port holds no more for a client than the public port: the same timeouts cut slow and
+// idle connections, a cap of its own bounds how many it holds, and what the parser refuses gets
+// the Error object. Timed, so it runs alone.
+import assert from "node:assert/strict";
+import net from "node:net";
+import { after, before, describe, test } from "node:test";
+import policies from "../../policies/index.ts";
+import { validateConfig } from "../../src/config.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
+import { parseResponses, rawExchange, watchForCrashes } from "../hardening-kit.ts";
+import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "../harness.ts";
+
+const { file: keysFile } = writeKeysFile(["acme"]);
+const HEADERS_TIMEOUT_MS = 1000;
+const REQUEST_TIMEOUT_MS = 2000;
+const KEEP_ALIVE_TIMEOUT_MS = 600;
+const MAX_OPS_CONNECTIONS = 4;
+// Node checks the two timeouts once a second: a generous bound on top for a busy machine.
+const CUT_OFF_BOUND_MS = REQUEST_TIMEOUT_MS + 1000 + 3000;
+
+/** A connection that sends a request line, then a header line every `everyMs` until it is closed. */
+function dribble(port: number, everyMs: number) {
+  const state = { openedAt: performance.now(), closedAt: undefined as number | undefined, received: "" };
+  const socket = net.connect(port, "127.0.0.1");
+  socket.setEncoding("latin1");
+  let n = 0;
+  const timer = setInterval(() => {
+    if (!socket.destroyed) socket.write(`X-Drip-${n++}: 1\r\n`);
+  }, everyMs);
+  const closed = () => {
+    clearInterval(timer);
+    state.closedAt ??= performance.now();
+    socket.destroy();
+  };
+  socket.on("connect", () => socket.write("GET /healthz HTTP/1.1\r\nHost: gw\r\n"));
+  socket.on("data", (data: string) => {
+    state.received += data;
+  });
+  socket.on("error", closed);
+  socket.on("close", closed);
+  return { state, close: closed };
+}
+
+describe("the ops port's edge", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  let opsPort: number;
+  const crashes = watchForCrashes();
+  before(async () => {
+    backend = await startProgrammableBackend();
+    gw = await startGateway({
+      upstreamUrl: backend.url,
+      config: {
+        server: {
+          headersTimeoutMs: HEADERS_TIMEOUT_MS,
+          requestTimeoutMs: REQUEST_TIMEOUT_MS,
+          keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
+          maxOpsConnections: MAX_OPS_CONNECTIONS,
+        },
+        policies: { auth: { keysFile } },
+      },
+    });
+    opsPort = Number(new URL(gw.opsUrl).port);
+  });
+  after(async () => {
+    await gw.close();
+    await backend.close();
+    crashes.stop();
+    assert.deepEqual(crashes.crashes, []);
+  });
+
+  test("a connection dribbling header bytes is cut off with 408 within the request timeout", async () => {
+    const slow = dribble(opsPort, 200);
+    await eventually(
+      "the dribbling connection closed",
+      () => slow.state.closedAt !== undefined,
+      CUT_OFF_BOUND_MS + 2000,
+    );
+    const lifetime = (slow.state.closedAt as number) - slow.state.openedAt;
+    assert.ok(lifetime < CUT_OFF_BOUND_MS, `held ${Math.round(lifetime)} ms`);
+    const [answer] = parseResponses(slow.state.received);
+    assert.equal(answer?.status, 408, slow.state.received);
+    assert.equal(JSON.parse(answer.body).code, "REQUEST_TIMEOUT");
+  });
+
+  test("a connection that never sends a byte is closed within the headers timeout", async () => {
+    const started = performance.now();
+    const outcome = await rawExchange(opsPort, [], { waitMs: CUT_OFF_BOUND_MS + 2000 });
+    const elapsed = performance.now() - started;
+    assert.ok(outcome.closed, "the silent connection stayed open");
+    assert.ok(elapsed < CUT_OFF_BOUND_MS, `closed after ${Math.round(elapsed)} ms`);
+  });
+
+  test("an idle keep-alive connection is closed after the keep-alive timeout", async () => {
+    const started = performance.now();
+    const outcome = await rawExchange(opsPort, "GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n", {
+      waitMs: 10_000,
+    });
+    const elapsed = performance.now() - started;
+    assert.equal(outcome.responses[0]?.status, 200);
+    assert.ok(outcome.closed, "the idle connection stayed open");
+    assert.ok(
+      elapsed >= KEEP_ALIVE_TIMEOUT_MS - 100 && elapsed < 4000,
+      `closed after ${Math.round(elapsed)} ms`,
+    );
+  });
+
+  test("what the parser refuses gets the Error object and a closed connection, not a silent drop", async () => {
+    for (const [bytes, status, code] of [
+      ["GET /healthz HTTP/1.1\r\nHost: gw\r\nX\tNote: 1\r\n\r\n", 400, "BAD_REQUEST"],
+      [
+        "GET /healthz HTTP/1.1\r\nHost: gw\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        400,
+        "BAD_REQUEST",
+      ],
+      [`GET /healthz HTTP/1.1\r\nHost: gw\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 431, "HEADERS_TOO_LARGE"],
+    ] as const) {
+      const outcome = await rawExchange(opsPort, bytes);
+      assert.ok(outcome.closed);
+      const [answer] = outcome.responses;
+      assert.equal(answer?.status, status, outcome.text);
+      const error = JSON.parse(answer.body) as { code: string };
+      assert.equal(error.code, code);
+      assert.ok(gw.gateway.api.validateError(error), answer.body);
+    }
+  });
+
+  test("it holds at most server.maxOpsConnections connections; a probe gets through once they go", async () => {
+    const held = Array.from({ length: MAX_OPS_CONNECTIONS }, () => {
+      const socket = net.connect(opsPort, "127.0.0.1");
+      socket.on("error", () => {});
+      return socket;
+    });
+    await eventually("the held connections open", () => held.every((socket) => !socket.connecting));
+    // Accepted by the kernel, then closed by the server without a byte.
+    const over = await rawExchange(opsPort, "GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n", { waitMs: 3000 });
+    assert.ok(over.closed, "a connection over the cap was held");
+    assert.equal(over.text, "");
+    for (const socket of held) socket.destroy();
+    await eventually(
+      "a probe gets 200 again",
+      async () => (await request(`${gw.opsUrl}/healthz`)).status === 200,
+    );
+  });
+
+  test("the cap defaults to 64 and must be a positive integer", () => {
+    assert.equal(validateConfig({}, policies).server.maxOpsConnections, 64);
+    assert.throws(() => validateConfig({ server: { maxOpsConnections: 0 } }, policies), /maxOpsConnections/);
+  });
+});
