@@ -3,7 +3,7 @@
 // is refused alike everywhere, and no client text ever reaches a parser that throws (new URL()).
 import type { IncomingHttpHeaders } from "node:http";
 import { type GatewayError, gatewayError } from "./errors.ts";
-import { quotedClientText } from "./untrusted-text.ts";
+import { NON_CANONICAL_PATH, quotedClientText } from "./untrusted-text.ts";
 
 /** What the reading needs of a request: its head, as Node's parser gave it. */
 export interface RequestHead {
@@ -27,11 +27,6 @@ export type CanonicalTarget =
       /** The framing itself is in doubt: nothing more may be read from the connection. */
       readonly closeConnection: boolean;
     };
-
-// The path the policies judge must be the path the backend gets: no percent-encoding, no
-// backslash, no ';' parameters, no empty or dot segments, no control characters.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
-const NON_CANONICAL_PATH = /[%\\;\u0000-\u0020\u007f]|\/\/|\/\.\.?(?:\/|$)/;
 
 /**
  * The request's path and query, or why it is refused. Only origin-form targets are read: an

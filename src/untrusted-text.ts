@@ -5,6 +5,13 @@
 // regex is needed, a scan over character codes does the job in one pass.
 
 // --- Requests ------------------------------------------------------------------------------------
+/**
+ * A path that is not canonical: the path the policies judge must be the path the backend gets, so
+ * no percent-encoding, no backslash, no ';' parameters, no empty or dot segments, no control
+ * characters.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+export const NON_CANONICAL_PATH = /[%\\;\u0000-\u0020\u007f]|\/\/|\/\.\.?(?:\/|$)/;
 /** A client's X-Request-Id that the gateway keeps (any other is replaced). */
 export const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 /** A request body's Content-Type the gateway reads as JSON. */
