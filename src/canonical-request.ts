@@ -2,6 +2,7 @@
 // head and target that every port of the process uses, the ops port included: what it refuses
 // is refused alike everywhere, and no client text ever reaches a parser that throws (new URL()).
 import type { IncomingHttpHeaders } from "node:http";
+import { isIPv4, isIPv6 } from "node:net";
 import { type GatewayError, gatewayError } from "./errors.ts";
 import { NON_CANONICAL_PATH, quotedClientText } from "./untrusted-text.ts";
 
@@ -59,6 +60,9 @@ function framingProblem(req: RequestHead): string | undefined {
   }
   if (hosts > 1) return "The request has more than one Host header";
   if (hosts === 0 && req.httpVersionMinor === 1) return "The request has no Host header";
+  // It goes on as X-Forwarded-Host, which backends put in links and redirects.
+  if (hosts === 1 && !isValidHost(req.headers.host ?? ""))
+    return "The Host header is not an IP address or a DNS name with an optional port";
   const coding = req.headers["transfer-encoding"];
   if (coding !== undefined) {
     // RFC 9112 §6.1: a chunked body is not HTTP/1.0; Node would pass it on.
@@ -106,4 +110,64 @@ function fillQuery(raw: string, into: Map<string, string>): string | undefined {
 function decodeQueryComponent(text: string): string {
   const spaced = text.includes("+") ? text.replaceAll("+", " ") : text;
   return spaced.includes("%") ? decodeURIComponent(spaced) : spaced;
+}
+
+/** Longest Host value the rules below can accept: a 253-character name and ":65535". */
+const MAX_HOST_LENGTH = 253 + 6;
+const MAX_LABEL_LENGTH = 63;
+
+/**
+ * Whether a Host header names an authority the gateway may pass on (as X-Forwarded-Host): an IPv4
+ * address, an [IPv6] literal, or a DNS name of letters, digits, "-", "_" and "." (labels of at most
+ * 63 characters, 253 in all, one trailing dot allowed), each with an optional port 1-65535. One
+ * scan, no regular expression; anything else is refused before any policy sees the request.
+ */
+export function isValidHost(value: string): boolean {
+  if (value.length === 0 || value.length > MAX_HOST_LENGTH + 2) return false;
+  if (value.charCodeAt(0) === 0x5b /* [ */) {
+    const close = value.indexOf("]");
+    if (close === -1 || !isIPv6(value.slice(1, close))) return false;
+    return close === value.length - 1 || (value[close + 1] === ":" && isPort(value.slice(close + 2)));
+  }
+  const colon = value.indexOf(":");
+  const name = colon === -1 ? value : value.slice(0, colon);
+  if (colon !== -1 && !isPort(value.slice(colon + 1))) return false;
+  return isIPv4(name) || isDnsName(name);
+}
+
+function isPort(text: string): boolean {
+  if (text.length === 0 || text.length > 5) return false;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 0x30 || code > 0x39) return false;
+  }
+  const port = Number(text);
+  return port >= 1 && port <= 65_535;
+}
+
+function isDnsName(name: string): boolean {
+  const length = name.endsWith(".") ? name.length - 1 : name.length;
+  if (length === 0 || length > 253) return false;
+  let label = 0;
+  for (let index = 0; index < length; index++) {
+    const code = name.charCodeAt(index);
+    if (code === 0x2e /* . */) {
+      if (label === 0) return false;
+      label = 0;
+      continue;
+    }
+    if (!isNameChar(code) || ++label > MAX_LABEL_LENGTH) return false;
+  }
+  return label > 0;
+}
+
+// A-Z a-z 0-9 - _
+function isNameChar(code: number): boolean {
+  return (
+    (code >= 0x61 && code <= 0x7a) ||
+    (code >= 0x41 && code <= 0x5a) ||
+    (code >= 0x30 && code <= 0x39) ||
+    code === 0x2d ||
+    code === 0x5f
+  );
 }

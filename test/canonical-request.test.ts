@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { IncomingHttpHeaders } from "node:http";
 import { test } from "node:test";
 import fc from "fast-check";
-import { canonicalTarget, parseQuery, type RequestHead } from "../src/canonical-request.ts";
+import { canonicalTarget, isValidHost, parseQuery, type RequestHead } from "../src/canonical-request.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_124);
 
@@ -129,4 +129,61 @@ test("the query is decoded once; a name given twice or broken percent-encoding i
   assert.equal(parseQuery("a=1&%61=2", new Map())?.code, "DUPLICATE_PARAMETER");
   const broken = parseQuery("format=%zz", new Map());
   assert.deepEqual([broken?.code, broken?.status], ["BAD_REQUEST", 400]);
+});
+
+test("a Host that is an address or a DNS name, with an optional port, is read", () => {
+  for (const host of [
+    "gw",
+    "api.example.com",
+    "api.example.com.",
+    "my_host.internal:8080",
+    "127.0.0.1",
+    "10.0.0.7:65535",
+    "[::1]",
+    "[2001:db8::1]:443",
+    `${"a".repeat(63)}.example`,
+    `${"a.".repeat(126)}b`,
+  ]) {
+    assert.ok(isValidHost(host), host);
+    assert.equal(canonicalTarget(head("/v1/pets", { rawHeaders: ["Host", host] })).refusal, undefined, host);
+  }
+});
+
+test("any other Host is refused with BAD_REQUEST and closes the connection", () => {
+  for (const host of [
+    "",
+    'evil.example"><x',
+    "a b",
+    "gw:0",
+    "gw:65536",
+    "gw:80:80",
+    "gw:",
+    "gw:-1",
+    "[::1",
+    "[zz]",
+    "[::1]x",
+    "::1",
+    "a..b",
+    ".a",
+    `${"a".repeat(64)}.example`,
+    `${"a.".repeat(126)}bc`,
+    "user@gw",
+    "gw/v1",
+    "gw\\evil",
+    "ex%61mple.com",
+    "é.example",
+  ]) {
+    assert.equal(isValidHost(host), false, JSON.stringify(host));
+    assert.deepEqual(
+      refusalOf(canonicalTarget(head("/v1/pets", { rawHeaders: ["Host", host] }))),
+      ["BAD_REQUEST", true],
+      JSON.stringify(host),
+    );
+  }
+});
+
+test("the Host check is linear: a 16 KB Host is judged by its length alone", () => {
+  const started = performance.now();
+  for (let i = 0; i < 1000; i++) isValidHost(`${"a".repeat(16_384)}:80`);
+  assert.ok(performance.now() - started < 1000);
 });

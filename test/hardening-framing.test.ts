@@ -128,6 +128,24 @@ describe("request framing: every smuggling-shaped request is refused on a raw so
     assert.equal(propfind.responses[0]?.headers.allow, "GET, HEAD, POST");
   });
 
+  test("a Host that is no address or DNS name gets 400 and never reaches the backend as X-Forwarded-Host", async () => {
+    const seen = backend.requests.length;
+    for (const host of ['evil.example"><x', "a b", "gw:99999", "[::1", "user@gw"]) {
+      const outcome = await rawExchange(port, `GET /v1/pets HTTP/1.1\r\nHost: ${host}\r\n${AUTH}\r\n`);
+      bodies.push(outcome.text);
+      assert.equal(outcome.responses[0]?.status, 400, `${host}: ${outcome.text.split("\r\n")[0]}`);
+      assert.equal(JSON.parse(outcome.responses[0]?.body ?? "{}").code, "BAD_REQUEST");
+      assert.ok(outcome.closed, host);
+    }
+    assert.equal(backend.requests.length, seen);
+    const fine = await rawExchange(
+      port,
+      `GET /v1/pets HTTP/1.1\r\nHost: api.example.com:8443\r\n${AUTH}Connection: close\r\n\r\n`,
+    );
+    assert.equal(fine.responses[0]?.status, 200);
+    assert.equal(backend.requests.at(-1)?.headers["x-forwarded-host"], "api.example.com:8443");
+  });
+
   test("100 Continue invites the body only once the key and the request's head are accepted", async () => {
     const seen = backend.requests.length;
     const head = (auth: string, type: string, length: number) =>
