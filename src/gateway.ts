@@ -164,10 +164,6 @@ export function buildOpsServer(
   const server = http.createServer(serverOptions(limits), handler);
   server.maxConnections = limits.maxOpsConnections;
   server.on("clientError", answerOpsClientError);
-  // Node's headers timeout starts at a connection's first byte: one that never sends any is held
-  // for ever, and a cap's worth of them would lock the kubelet out. Until the first answer (which
-  // sets the keep-alive timeout instead), a connection idle this long is closed.
-  server.on("connection", (socket: Socket) => socket.setTimeout(limits.headersTimeoutMs));
   return server;
 }
 
