@@ -237,10 +237,14 @@ function answerClientError(
   writeRawAnswer(socket, reply);
 }
 
-// The ops port counts and logs no requests: a refusal there is only answered.
-function answerOpsClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+// The ops port counts and logs no requests: a refusal there is only answered, as the public
+// port answers it.
+function answerOpsClientError(error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket): void {
   const parserError = error.code ?? "";
-  const code = CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined);
+  const code =
+    parserError === "HPE_INVALID_METHOD" && startsWithMethodToken(error.rawPacket)
+      ? "NOT_IMPLEMENTED"
+      : (CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined));
   const pending = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
   // The client leaving, or an answer still to come that nothing may be written before.
   if (code === undefined || parserError === "HPE_INVALID_EOF_STATE" || pending || !socket.writable) {
