@@ -203,3 +203,51 @@ describe("timeouts that bite", () => {
     assert.equal((await request(`${gw.url}/pets`, { key })).status, 200);
   });
 });
+
+describe("a connection that never sends a byte", () => {
+  let slowBackend: http.Server;
+  let gw: TestGateway;
+  let port: number;
+  const BACKEND_DELAY_MS = HEADERS_TIMEOUT_MS * 2.5;
+  before(async () => {
+    // Answers inside the contract, but only after longer than the headers timeout.
+    slowBackend = http.createServer((_req, res) => {
+      setTimeout(() => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end("[]");
+      }, BACKEND_DELAY_MS);
+    });
+    slowBackend.listen(0, "127.0.0.1");
+    await new Promise((listening) => slowBackend.once("listening", listening));
+    const { port: backendPort } = slowBackend.address() as net.AddressInfo;
+    gw = await startGateway({
+      upstreamUrl: `http://127.0.0.1:${backendPort}/v1`,
+      config: {
+        server: { headersTimeoutMs: HEADERS_TIMEOUT_MS, requestTimeoutMs: REQUEST_TIMEOUT_MS * 3 },
+        upstream: { timeoutMs: BACKEND_DELAY_MS * 3 },
+        policies: { auth: { keysFile } },
+      },
+    });
+    port = Number(new URL(gw.origin).port);
+  });
+  after(async () => {
+    await gw.close();
+    slowBackend.closeAllConnections();
+    slowBackend.close();
+  });
+
+  test("is closed within the headers timeout on the public port, as nginx's client_header_timeout does", async () => {
+    const started = performance.now();
+    const outcome = await rawExchange(port, [], { waitMs: CUT_OFF_BOUND_MS + 2000 });
+    const elapsed = performance.now() - started;
+    assert.ok(outcome.closed, "the silent connection stayed open");
+    assert.ok(elapsed < CUT_OFF_BOUND_MS, `closed after ${Math.round(elapsed)} ms`);
+  });
+
+  test("while a request that did arrive may wait on its backend longer than that", async () => {
+    const started = performance.now();
+    const answer = await request(`${gw.url}/pets`, { key });
+    assert.equal(answer.status, 200);
+    assert.ok(performance.now() - started >= BACKEND_DELAY_MS - 50);
+  });
+});
