@@ -155,7 +155,8 @@ function mergeReports(parts: readonly ContractReport[], keep: number): ContractR
 function renderReport(report: ContractReport, query: ReadonlyMap<string, string>, res: ServerResponse): void {
   const only = query.get("operation");
   if (only === undefined) return sendJson(res, 200, report);
-  const drift = report.operations[only];
+  // Own properties only: ?operation=__proto__ would otherwise find every object's prototype.
+  const drift = Object.hasOwn(report.operations, only) ? report.operations[only] : undefined;
   if (drift === undefined) return sendError(res, NO_SUCH_OPERATION);
   sendJson(res, 200, { operations: { [only]: drift } });
 }

@@ -420,6 +420,11 @@ describe("a gateway in front of a deliberately wrong backend", () => {
     assert.deepEqual(Object.keys(one.operations), ["getPet"]);
     const unknown = await request(`${reporting.opsUrl}/contract/violations?operation=deletePet`);
     assert.equal(unknown.status, 404);
+    // Names every plain object has are no operation either.
+    for (const name of ["__proto__", "constructor", "toString", "hasOwnProperty"]) {
+      const inherited = await request(`${reporting.opsUrl}/contract/violations?operation=${name}`);
+      assert.equal(inherited.status, 404, `${name}: ${inherited.body}`);
+    }
   });
 
   test("the drift report's 404 for an operation it does not know is an Error object of the catalogue", async () => {
