@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { IncomingHttpHeaders } from "node:http";
 import { test } from "node:test";
 import fc from "fast-check";
-import { canonicalTarget, isValidHost, parseQuery, type RequestHead } from "../src/canonical-request.ts";
+import { canonicalTarget, isValidHost, parseQuery, type RequestHead } from "../../src/canonical-request.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_124);
 

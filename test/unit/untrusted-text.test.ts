@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
 import { checkSync } from "recheck";
-import * as untrustedText from "../src/untrusted-text.ts";
-import { bearerCredential, loggedPath, redactKeyShaped } from "../src/untrusted-text.ts";
+import * as untrustedText from "../../src/untrusted-text.ts";
+import { bearerCredential, loggedPath, redactKeyShaped } from "../../src/untrusted-text.ts";
 
 test("recheck judges every regex the gateway runs on untrusted text safe from catastrophic backtracking", () => {
   const judged: string[] = [];
