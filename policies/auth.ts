@@ -5,7 +5,7 @@ import { hash, timingSafeEqual } from "node:crypto";
 import { readFileSync, type Stats, statSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { ConfigError } from "../src/config.ts";
-import { gatewayError } from "../src/errors.ts";
+import { declareErrors } from "../src/errors.ts";
 import { definePolicy } from "../src/policy.ts";
 import { bearerCredential } from "../src/untrusted-text.ts";
 import { digestPrefix, parseKeyFile } from "./auth-key-file.ts";
@@ -41,8 +41,12 @@ interface KeyTable {
 
 const DIGEST_BYTES = 32;
 
-const MISSING = gatewayError("MISSING_API_KEY", undefined, { "www-authenticate": "Bearer" });
-const INVALID = gatewayError("INVALID_API_KEY", undefined, {
+const errors = declareErrors("auth", {
+  MISSING_API_KEY: { status: 401, message: "A bearer API key is required" },
+  INVALID_API_KEY: { status: 401, message: "The API key is not valid" },
+});
+const MISSING = errors.error("MISSING_API_KEY", undefined, { "www-authenticate": "Bearer" });
+const INVALID = errors.error("INVALID_API_KEY", undefined, {
   "www-authenticate": 'Bearer error="invalid_token"',
 });
 // The consumer header must not be able to overwrite what the request is made of.
@@ -62,6 +66,7 @@ const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 
 export default definePolicy<AuthOptions>({
   name: "auth",
+  errors,
   environment: { API_KEYS_FILE: "keysFile" },
   optionsSchema: {
     type: "object",

@@ -8,7 +8,7 @@ import type { OutgoingHttpHeaders } from "node:http";
 import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
 import { ConfigError } from "../src/config.ts";
-import { type GatewayError, gatewayError } from "../src/errors.ts";
+import { declareErrors, type GatewayError } from "../src/errors.ts";
 import { labelChildren } from "../src/metrics.ts";
 import { type ApiDescription, ApiDescriptionError, type Operation } from "../src/openapi.ts";
 import { definePolicy, type Exchange, type OpsReport } from "../src/policy.ts";
@@ -62,6 +62,18 @@ const STABILITIES: readonly string[] = ["experimental", "beta"] satisfies Stabil
 // Consumer names start with a letter or digit (the key file's pattern): these cannot collide.
 const ANONYMOUS = "_anonymous";
 const OTHER_CONSUMERS = "_other";
+
+const errors = declareErrors("lifecycle", {
+  OPERATION_SUNSET: { status: 410, message: "The operation has been removed" },
+  OPERATION_BROWNOUT: {
+    status: 410,
+    message: "The operation is deprecated and temporarily unavailable (brownout)",
+  },
+  OPERATION_NOT_AVAILABLE: {
+    status: 403,
+    message: "The operation is experimental and not available in this environment",
+  },
+});
 
 const EXTENSION_SCHEMA = {
   type: "object",
@@ -171,6 +183,7 @@ export function deprecationFacts(deprecation: Deprecation, basePath: string): De
 
 export default definePolicy<LifecycleOptions>({
   name: "lifecycle",
+  errors,
   optionsSchema: {
     type: "object",
     additionalProperties: false,
@@ -259,13 +272,13 @@ export default definePolicy<LifecycleOptions>({
       const link = links.length > 0 ? links.join(", ") : undefined;
       const gone =
         sunset !== undefined && options.afterSunset === "refuse"
-          ? gatewayError("OPERATION_SUNSET", `${publicName} was removed on ${sunsetDate}; ${replacement}`)
+          ? errors.error("OPERATION_SUNSET", `${publicName} was removed on ${sunsetDate}; ${replacement}`)
           : undefined;
       const sunsetIso = sunset === undefined ? undefined : new Date(sunset).toISOString();
       // Each window's answer is fixed by the config: built once, not on every call it refuses.
       const brownouts = (windows.get(id) ?? []).map(({ start, end }) => {
         const until = httpDate(end);
-        const brownout = gatewayError(
+        const brownout = errors.error(
           "OPERATION_BROWNOUT",
           `${publicName} is deprecated${sunsetDate ? ` and will be removed on ${sunsetDate}` : ""}; it is unavailable in a scheduled brownout until ${until}; ${replacement}`,
           { "retry-after": until },
@@ -322,7 +335,7 @@ export default definePolicy<LifecycleOptions>({
     const stabilityPhases = (operation: Operation, marker: Stability) => {
       const refusal =
         marker === "experimental" && refuseExperimental
-          ? gatewayError(
+          ? errors.error(
               "OPERATION_NOT_AVAILABLE",
               `${operation.method} ${basePath}${operation.path} is experimental and not available in production`,
             )

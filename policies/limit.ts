@@ -1,7 +1,7 @@
 // Page-size parameters (listPets.limit) are defaulted and clamped before the backend sees them,
 // using the default, minimum and maximum the OpenAPI document gives the parameter. A value out of
 // range is clamped, never rejected; a value that is not an integer is rejected.
-import { gatewayError } from "../src/errors.ts";
+import { declareErrors } from "../src/errors.ts";
 import { labelChildren } from "../src/metrics.ts";
 import type { ParameterSpec } from "../src/openapi.ts";
 import { parseIntegerLiteral } from "../src/parameters.ts";
@@ -27,8 +27,15 @@ interface Bounds {
 
 type Adjustment = "defaulted" | "clamped_to_minimum" | "clamped_to_maximum";
 
+// The same code and words as request validation's: a limit that is no integer is an invalid
+// parameter to the client, whichever policy noticed (the catalogue refuses them if they differ).
+const errors = declareErrors("validation", {
+  INVALID_PARAMETER: { status: 400, message: "A parameter is not valid" },
+});
+
 export default definePolicy<LimitOptions>({
   name: "limit",
+  errors,
   optionsSchema: {
     type: "object",
     additionalProperties: false,
@@ -86,7 +93,7 @@ export default definePolicy<LimitOptions>({
               } else {
                 const value = parseIntegerLiteral(given);
                 if (value === undefined) {
-                  return gatewayError("INVALID_PARAMETER", `${spec.name} must be an integer`);
+                  return errors.error("INVALID_PARAMETER", `${spec.name} must be an integer`);
                 }
                 if (minimum !== undefined && value < minimum) {
                   applied = String(minimum);

@@ -11,7 +11,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { Ajv } from "ajv";
-import { type GatewayError, gatewayError } from "../src/errors.ts";
+import { declareErrors, type GatewayError } from "../src/errors.ts";
 import {
   escapePointerToken,
   mayHoldUnsafeIntegers,
@@ -79,8 +79,16 @@ const RULES_SCHEMA = {
   },
 };
 
+const errors = declareErrors("contract", {
+  UPSTREAM_CONTRACT_VIOLATION: {
+    status: 502,
+    message: "The backend answered outside the interface contract",
+  },
+});
+
 export default definePolicy<ResponseContractOptions>({
   name: "responseContract",
+  errors,
   environment: { CONTRACT_MODE: "mode" },
   optionsSchema: {
     type: "object",
@@ -443,7 +451,7 @@ function schemaViolation(
 
 function contractError(first: Violation): GatewayError {
   // Rule and place only: the client learns which promise broke, never the backend's data.
-  return gatewayError(
+  return errors.error(
     "UPSTREAM_CONTRACT_VIOLATION",
     `The backend's answer broke the interface contract (${first.rule} at ${first.pointer || "the answer"})`,
   );

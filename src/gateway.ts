@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ConfigError, type GatewayConfig } from "./config.ts";
-import { type ErrorCode, errorBody, type GatewayError, gatewayError } from "./errors.ts";
+import { catalogueOf, type ErrorCode, errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import { isClosing, markClosing } from "./framing.ts";
 import type { NamedPolicy } from "./isolation.ts";
 import { createLogger, type Logger } from "./logger.ts";
@@ -49,6 +49,8 @@ export interface Gateway {
 
 export function createGateway(options: GatewayOptions): Gateway {
   const { config } = options;
+  // Two policies giving one code two meanings is a bug in the build, found before any request.
+  catalogueOf(options.policies);
   const logger = options.logger ?? createLogger(config.log.level).logger;
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: true });
   const api = loadApiDescription(config.openapi);

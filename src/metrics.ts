@@ -5,7 +5,6 @@
 // Prometheus exporter names them (dots become underscores, the unit a suffix), so dashboards
 // built for those conventions work unchanged; `operation` is the gateway's own dimension.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { RejectionReason } from "./errors.ts";
 
 /** The operation label of a request the description does not know: one value, never the raw path. */
 export const UNMATCHED = "unmatched";
@@ -42,7 +41,7 @@ export interface Metrics {
   observeUpstream(operation: string, method: string, status: number, seconds: number): void;
   observeOverhead(operation: string, seconds: number): void;
   /** An answer the gateway gave itself instead of the backend's. */
-  observeRejection(operation: string, reason: RejectionReason, code: string): void;
+  observeRejection(operation: string, reason: string, code: string): void;
   readonly rejections: Counter<"operation" | "reason" | "code">;
   readonly limitAdjustments: Counter<"operation" | "parameter" | "adjustment">;
   readonly contractViolations: Counter<"operation" | "rule" | "mode">;

@@ -3,7 +3,7 @@
 // functions. A phase returns undefined to continue or a GatewayError to stop the chain.
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import type { GatewayError } from "./errors.ts";
+import type { GatewayError, PolicyErrors } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import type { ApiDescription, Operation } from "./openapi.ts";
 
@@ -131,6 +131,11 @@ export interface PolicyDefinition<Options> {
   readonly optionsSchema: Readonly<Record<string, unknown>>;
   /** Environment variables that set an option: { API_KEYS_FILE: "keysFile" }. */
   readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * The policy's rejection reason and error codes (declareErrors): they join the one catalogue,
+   * and the reason is the `reason` label of gateway_rejections_total for every one of them.
+   */
+  readonly errors?: PolicyErrors;
   create(options: Options, context: PolicyContext): PolicyInstance;
 }
 

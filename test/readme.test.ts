@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { test } from "node:test";
 import policies from "../policies/index.ts";
 import { CORE_ENVIRONMENT, loadConfig } from "../src/config.ts";
-import { errorCatalogue } from "../src/errors.ts";
+import { errorCatalogue } from "../src/index.ts";
 import { createMetrics } from "../src/metrics.ts";
 import { PROJECT_ROOT } from "./harness.ts";
 
