@@ -4,6 +4,7 @@
 import { hash, timingSafeEqual } from "node:crypto";
 import { readFileSync, type Stats, statSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
+import type { JSONSchemaType } from "ajv";
 import { ConfigError } from "../src/config.ts";
 import { declareErrors } from "../src/errors.ts";
 import { definePolicy } from "../src/policy.ts";
@@ -64,22 +65,25 @@ const RESERVED_HEADERS = new Set([
 const WITH_SCHEME = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]* +\S/;
 const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 
+const optionsSchema: JSONSchemaType<AuthOptions> = {
+  type: "object",
+  additionalProperties: false,
+  required: [],
+  properties: {
+    keysFile: { type: "string", nullable: true, minLength: 1 },
+    // At most 4 s, so that a revoked key is refused within 5 s whatever the setting.
+    reloadIntervalMs: { type: "integer", minimum: 100, maximum: 4000, default: 2000 },
+    consumerHeader: { type: "string", pattern: "^[a-z0-9][a-z0-9-]*$", default: "x-consumer" },
+    upstreamAuthorization: { type: "string", enum: ["pass", "replace", "strip"], default: "pass" },
+    upstreamCredentialEnv: { type: "string", nullable: true, pattern: "^[A-Z_][A-Z0-9_]*$" },
+  },
+};
+
 export default definePolicy<AuthOptions>({
   name: "auth",
   errors,
   environment: { API_KEYS_FILE: "keysFile" },
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      keysFile: { type: "string", minLength: 1 },
-      // At most 4 s, so that a revoked key is refused within 5 s whatever the setting.
-      reloadIntervalMs: { type: "integer", minimum: 100, maximum: 4000, default: 2000 },
-      consumerHeader: { type: "string", pattern: "^[a-z0-9][a-z0-9-]*$", default: "x-consumer" },
-      upstreamAuthorization: { enum: ["pass", "replace", "strip"], default: "pass" },
-      upstreamCredentialEnv: { type: "string", pattern: "^[A-Z_][A-Z0-9_]*$" },
-    },
-  },
+  optionsSchema,
   create(options, { logger, metrics, now }) {
     const { keysFile, consumerHeader: header, upstreamAuthorization: mode } = options;
     if (keysFile === undefined) {

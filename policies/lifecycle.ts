@@ -5,7 +5,7 @@
 // are counted; production may refuse experimental ones. Marking another operation in the document
 // is all it takes: nothing here names an operation.
 import type { OutgoingHttpHeaders } from "node:http";
-import { Ajv } from "ajv";
+import { Ajv, type JSONSchemaType } from "ajv";
 import addFormats from "ajv-formats";
 import { ConfigError } from "../src/config.ts";
 import { declareErrors, type GatewayError } from "../src/errors.ts";
@@ -181,35 +181,38 @@ export function deprecationFacts(deprecation: Deprecation, basePath: string): De
   };
 }
 
+const optionsSchema: JSONSchemaType<LifecycleOptions> = {
+  type: "object",
+  additionalProperties: false,
+  required: [],
+  properties: {
+    // No spaces or angle brackets: the URL goes between < > in a Link header.
+    documentationUrl: { type: "string", nullable: true, pattern: "^https?://[^\\s<>]+$" },
+    afterSunset: { type: "string", enum: ["refuse", "serve"], default: "refuse" },
+    brownouts: {
+      type: "array",
+      default: [],
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["operation", "start", "end"],
+        properties: {
+          operation: { type: "string", minLength: 1 },
+          start: { type: "string", format: "date-time" },
+          end: { type: "string", format: "date-time" },
+        },
+      },
+    },
+    experimentalInProduction: { type: "string", enum: ["refuse", "serve"], default: "refuse" },
+    maxTrackedCallers: { type: "integer", minimum: 1, maximum: 1_000_000, default: 10_000 },
+    maxConsumerLabels: { type: "integer", minimum: 0, maximum: 100_000, default: 1000 },
+  },
+};
+
 export default definePolicy<LifecycleOptions>({
   name: "lifecycle",
   errors,
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      // No spaces or angle brackets: the URL goes between < > in a Link header.
-      documentationUrl: { type: "string", pattern: "^https?://[^\\s<>]+$" },
-      afterSunset: { enum: ["refuse", "serve"], default: "refuse" },
-      brownouts: {
-        type: "array",
-        default: [],
-        items: {
-          type: "object",
-          additionalProperties: false,
-          required: ["operation", "start", "end"],
-          properties: {
-            operation: { type: "string", minLength: 1 },
-            start: { type: "string", format: "date-time" },
-            end: { type: "string", format: "date-time" },
-          },
-        },
-      },
-      experimentalInProduction: { enum: ["refuse", "serve"], default: "refuse" },
-      maxTrackedCallers: { type: "integer", minimum: 1, maximum: 1_000_000, default: 10_000 },
-      maxConsumerLabels: { type: "integer", minimum: 0, maximum: 100_000, default: 1000 },
-    },
-  },
+  optionsSchema,
   create(options, { api, logger, metrics, environment, now }) {
     const { deprecations, stability } = readLifecycle(api);
     const { basePath } = api;

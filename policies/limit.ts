@@ -1,6 +1,7 @@
 // Page-size parameters (listPets.limit) are defaulted and clamped before the backend sees them,
 // using the default, minimum and maximum the OpenAPI document gives the parameter. A value out of
 // range is clamped, never rejected; a value that is not an integer is rejected.
+import type { JSONSchemaType } from "ajv";
 import { declareErrors } from "../src/errors.ts";
 import { labelChildren } from "../src/metrics.ts";
 import type { ParameterSpec } from "../src/openapi.ts";
@@ -33,20 +34,24 @@ const errors = declareErrors("validation", {
   INVALID_PARAMETER: { status: 400, message: "A parameter is not valid" },
 });
 
+const optionsSchema: JSONSchemaType<LimitOptions> = {
+  type: "object",
+  additionalProperties: false,
+  // Every option has a default: none is required of the config.
+  required: [],
+  properties: {
+    parameters: {
+      type: "array",
+      items: { type: "string", pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_-]+$" },
+      default: ["listPets.limit"],
+    },
+  },
+};
+
 export default definePolicy<LimitOptions>({
   name: "limit",
   errors,
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      parameters: {
-        type: "array",
-        items: { type: "string", pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_-]+$" },
-        default: ["listPets.limit"],
-      },
-    },
-  },
+  optionsSchema,
   create(options, { api, metrics }) {
     const byOperation = new Map<string, Bounds[]>();
     for (const entry of options.parameters) {

@@ -3,6 +3,7 @@
 // Validators were compiled once when the description loaded; the body is forwarded as the
 // original bytes, never re-serialized.
 import { isUtf8 } from "node:buffer";
+import type { JSONSchemaType } from "ajv";
 import { declareErrors } from "../src/errors.ts";
 import { parseRequestJson } from "../src/json.ts";
 import { describeValidationError } from "../src/openapi.ts";
@@ -25,17 +26,20 @@ const errors = declareErrors("validation", {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "The request body must be application/json" },
 });
 
+const optionsSchema: JSONSchemaType<RequestValidationOptions> = {
+  type: "object",
+  additionalProperties: false,
+  required: [],
+  properties: {
+    unknownQueryParameters: { type: "string", enum: ["reject", "pass"], default: "reject" },
+    maxJsonDepth: { type: "integer", minimum: 1, maximum: 512, default: 32 },
+  },
+};
+
 export default definePolicy<RequestValidationOptions>({
   name: "requestValidation",
   errors,
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      unknownQueryParameters: { enum: ["reject", "pass"], default: "reject" },
-      maxJsonDepth: { type: "integer", minimum: 1, maximum: 512, default: 32 },
-    },
-  },
+  optionsSchema,
   create(options) {
     const rejectUnknown = options.unknownQueryParameters === "reject";
     return {

@@ -9,7 +9,7 @@
 // parse runs only when a compared number is beyond 2^53. Everything that describes a violation
 // (pointers, excerpts, log lines) is built only once a violation is found.
 import type { IncomingHttpHeaders } from "node:http";
-import type { ErrorObject, ValidateFunction } from "ajv";
+import type { ErrorObject, JSONSchemaType, ValidateFunction } from "ajv";
 import { Ajv } from "ajv";
 import { declareErrors, type GatewayError } from "../src/errors.ts";
 import {
@@ -86,26 +86,30 @@ const errors = declareErrors("contract", {
   },
 });
 
+const optionsSchema: JSONSchemaType<ResponseContractOptions> = {
+  type: "object",
+  additionalProperties: false,
+  required: [],
+  properties: {
+    // report, not enforce: a gateway put in front of a running backend must not start failing
+    // answers clients accept today. Watch /contract/violations, then switch to enforce.
+    mode: { type: "string", enum: MODES, default: "report" },
+    operations: {
+      type: "object",
+      propertyNames: { pattern: "^[A-Za-z0-9_.-]+$" },
+      additionalProperties: { type: "string", enum: MODES },
+      required: [],
+      default: {},
+    },
+    recentPerOperation: { type: "integer", minimum: 1, maximum: 1000, default: 20 },
+  },
+};
+
 export default definePolicy<ResponseContractOptions>({
   name: "responseContract",
   errors,
   environment: { CONTRACT_MODE: "mode" },
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      // report, not enforce: a gateway put in front of a running backend must not start failing
-      // answers clients accept today. Watch /contract/violations, then switch to enforce.
-      mode: { enum: MODES, default: "report" },
-      operations: {
-        type: "object",
-        propertyNames: { pattern: "^[A-Za-z0-9_.-]+$" },
-        additionalProperties: { enum: MODES },
-        default: {},
-      },
-      recentPerOperation: { type: "integer", minimum: 1, maximum: 1000, default: 20 },
-    },
-  },
+  optionsSchema,
   create(options, { api, logger, metrics, now }) {
     for (const id of Object.keys(options.operations)) {
       if (api.operation(id) === undefined) {

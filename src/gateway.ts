@@ -71,8 +71,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const named: NamedPolicy[] = [];
   try {
     for (const definition of options.policies) {
-      const policyOptions = config.policies[definition.name] as never;
-      const instance = definition.create(policyOptions, context);
+      const instance = definition.create(config.policies[definition.name], context);
       instances.push(instance);
       named.push({ name: definition.name, instance });
     }

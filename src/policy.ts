@@ -1,7 +1,9 @@
 // The contract between the core and a policy. A policy is a factory: validated options in, and
 // for each operation of the description either nothing (it does not apply) or a few phase
 // functions. A phase returns undefined to continue or a GatewayError to stop the chain.
+
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { JSONSchemaType } from "ajv";
 import type { Logger } from "pino";
 import type { GatewayError, PolicyErrors } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
@@ -125,10 +127,21 @@ export interface PolicyContext {
   responseHeaders(): readonly string[];
 }
 
+/**
+ * The JSON Schema of a policy's options, which the compiler holds to its Options type (ajv's
+ * JSONSchemaType): a property the schema lacks, or types differently, does not compile. An
+ * optional option (`T | undefined`) is written `nullable: true`, as JSONSchemaType asks; the
+ * config leaves such a field absent, never null (validateConfig drops `nullable`). Only a policy
+ * that declares its options `unknown` (a test's probe) writes an unchecked schema.
+ */
+export type OptionsSchema<Options> = unknown extends Options
+  ? Readonly<Record<string, unknown>>
+  : JSONSchemaType<Options>;
+
 export interface PolicyDefinition<Options> {
   readonly name: string;
   /** JSON Schema of the options, with defaults; validated with the rest of the config at start-up. */
-  readonly optionsSchema: Readonly<Record<string, unknown>>;
+  readonly optionsSchema: OptionsSchema<Options>;
   /** Environment variables that set an option: { API_KEYS_FILE: "keysFile" }. */
   readonly environment?: Readonly<Record<string, string>>;
   /**
@@ -139,8 +152,24 @@ export interface PolicyDefinition<Options> {
   create(options: Options, context: PolicyContext): PolicyInstance;
 }
 
-export type AnyPolicyDefinition = PolicyDefinition<never>;
+/**
+ * A policy of any options, as the ordered list and the core hold it. create() is a method, so a
+ * PolicyDefinition<Options> is one without a cast (method parameters compare both ways): what
+ * makes the call sound is that the core passes only the options the config validated against
+ * that same definition's schema.
+ */
+export interface AnyPolicyDefinition {
+  readonly name: string;
+  readonly optionsSchema: object;
+  readonly environment?: Readonly<Record<string, string>>;
+  readonly errors?: PolicyErrors;
+  create(options: unknown, context: PolicyContext): PolicyInstance;
+}
 
-export function definePolicy<Options>(definition: PolicyDefinition<Options>): AnyPolicyDefinition {
-  return definition as unknown as AnyPolicyDefinition;
+/** Declares a policy: definePolicy<Options>({ name, optionsSchema, create }). */
+export function definePolicy<Options>(definition: PolicyDefinition<Options>): AnyPolicyDefinition;
+/** A policy whose options are left untyped: its create() gets them as unknown. */
+export function definePolicy(definition: PolicyDefinition<unknown>): AnyPolicyDefinition;
+export function definePolicy(definition: AnyPolicyDefinition): AnyPolicyDefinition {
+  return definition;
 }
