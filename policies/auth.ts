@@ -5,6 +5,7 @@ import { hash, timingSafeEqual } from "node:crypto";
 import { readFileSync, type Stats, statSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import type { JSONSchemaType } from "ajv";
+import { Counter, Gauge } from "prom-client";
 import { ConfigError } from "../src/config.ts";
 import { declareErrors } from "../src/errors.ts";
 import { definePolicy } from "../src/policy.ts";
@@ -79,12 +80,32 @@ const optionsSchema: JSONSchemaType<AuthOptions> = {
   },
 };
 
-export default definePolicy<AuthOptions>({
+interface AuthMetrics {
+  readonly keys: Gauge;
+  readonly reloads: Counter<"result">;
+}
+
+export default definePolicy<AuthOptions, AuthMetrics>({
   name: "auth",
   errors,
   environment: { API_KEYS_FILE: "keysFile" },
   optionsSchema,
-  create(options, { logger, metrics, now }) {
+  metrics: (registry) => ({
+    // Every worker loads the same key file: summing over workers would multiply the count.
+    keys: new Gauge({
+      name: "gateway_api_keys",
+      help: "API keys currently loaded",
+      aggregator: "max",
+      registers: [registry],
+    }),
+    reloads: new Counter({
+      name: "gateway_api_key_reloads_total",
+      help: "Reloads of the API key file, by result (ok, error); every worker reloads on its own",
+      labelNames: ["result"] as const,
+      registers: [registry],
+    }),
+  }),
+  create(options, { logger, now }, metrics) {
     const { keysFile, consumerHeader: header, upstreamAuthorization: mode } = options;
     if (keysFile === undefined) {
       throw new ConfigError(
@@ -103,7 +124,7 @@ export default definePolicy<AuthOptions>({
     } catch (error) {
       throw new ConfigError(`API key file ${keysFile}: ${describeLoadError(error)}`);
     }
-    metrics.apiKeys.set(keys.entries.size);
+    metrics.keys.set(keys.entries.size);
     let lastStamp = stampOf(statSync(keysFile, { throwIfNoEntry: false }));
     let closed = false;
 
@@ -115,14 +136,14 @@ export default definePolicy<AuthOptions>({
         const added = next.entries.size - (keys.entries.size - removed);
         keys = next;
         const count = keys.entries.size;
-        metrics.apiKeys.set(count);
-        metrics.apiKeyReloads.labels("ok").inc();
+        metrics.keys.set(count);
+        metrics.reloads.labels("ok").inc();
         const log = count === 0 ? logger.warn.bind(logger) : logger.info.bind(logger);
         log({ keys: count, added, removed, why }, "api keys reloaded");
       } catch (error) {
         // Keep serving with the last good set: a half-written or broken file must not lock
         // everyone out. A writer that finishes changes the file again, and it is read again.
-        metrics.apiKeyReloads.labels("error").inc();
+        metrics.reloads.labels("error").inc();
         logger.error(
           { error: describeLoadError(error), why, keys: keys.entries.size },
           "api key reload failed; keeping the previous keys",

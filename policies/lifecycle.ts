@@ -7,6 +7,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import { Ajv, type JSONSchemaType } from "ajv";
 import addFormats from "ajv-formats";
+import { Counter } from "prom-client";
 import { ConfigError } from "../src/config.ts";
 import { declareErrors, type GatewayError } from "../src/errors.ts";
 import { labelChildren } from "../src/metrics.ts";
@@ -209,11 +210,30 @@ const optionsSchema: JSONSchemaType<LifecycleOptions> = {
   },
 };
 
-export default definePolicy<LifecycleOptions>({
+interface LifecycleMetrics {
+  readonly deprecatedCalls: Counter<"operation" | "consumer">;
+  readonly unstableCalls: Counter<"operation" | "stability" | "consumer">;
+}
+
+export default definePolicy<LifecycleOptions, LifecycleMetrics>({
   name: "lifecycle",
   errors,
   optionsSchema,
-  create(options, { api, logger, metrics, environment, now }) {
+  metrics: (registry) => ({
+    deprecatedCalls: new Counter({
+      name: "gateway_deprecated_calls_total",
+      help: "Authenticated calls to deprecated operations, by operation and consumer",
+      labelNames: ["operation", "consumer"] as const,
+      registers: [registry],
+    }),
+    unstableCalls: new Counter({
+      name: "gateway_unstable_operation_calls_total",
+      help: "Authenticated calls to operations marked experimental or beta, by operation, stability and consumer",
+      labelNames: ["operation", "stability", "consumer"] as const,
+      registers: [registry],
+    }),
+  }),
+  create(options, { api, logger, environment, now }, metrics) {
     const { deprecations, stability } = readLifecycle(api);
     const { basePath } = api;
     const windows = brownoutWindows(options, deprecations);

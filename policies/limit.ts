@@ -2,6 +2,7 @@
 // using the default, minimum and maximum the OpenAPI document gives the parameter. A value out of
 // range is clamped, never rejected; a value that is not an integer is rejected.
 import type { JSONSchemaType } from "ajv";
+import { Counter } from "prom-client";
 import { declareErrors } from "../src/errors.ts";
 import { labelChildren } from "../src/metrics.ts";
 import type { ParameterSpec } from "../src/openapi.ts";
@@ -48,11 +49,18 @@ const optionsSchema: JSONSchemaType<LimitOptions> = {
   },
 };
 
-export default definePolicy<LimitOptions>({
+export default definePolicy<LimitOptions, Counter<"operation" | "parameter" | "adjustment">>({
   name: "limit",
   errors,
   optionsSchema,
-  create(options, { api, metrics }) {
+  metrics: (registry) =>
+    new Counter({
+      name: "gateway_limit_adjustments_total",
+      help: "Query parameters the gateway defaulted or clamped before the backend saw them (not rejections)",
+      labelNames: ["operation", "parameter", "adjustment"] as const,
+      registers: [registry],
+    }),
+  create(options, { api }, adjustments) {
     const byOperation = new Map<string, Bounds[]>();
     for (const entry of options.parameters) {
       const [operationId, name] = entry.split(".") as [string, string];
@@ -64,7 +72,7 @@ export default definePolicy<LimitOptions>({
       const number = (key: string) =>
         typeof spec.schema[key] === "number" ? (spec.schema[key] as number) : undefined;
       const counter = labelChildren((adjustment: Adjustment) =>
-        metrics.limitAdjustments.labels(operationId, name, adjustment),
+        adjustments.labels(operationId, name, adjustment),
       );
       const bounds: Bounds = {
         spec,

@@ -11,6 +11,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { ErrorObject, JSONSchemaType, ValidateFunction } from "ajv";
 import { Ajv } from "ajv";
+import { Counter } from "prom-client";
 import { declareErrors, type GatewayError } from "../src/errors.ts";
 import {
   escapePointerToken,
@@ -105,12 +106,19 @@ const optionsSchema: JSONSchemaType<ResponseContractOptions> = {
   },
 };
 
-export default definePolicy<ResponseContractOptions>({
+export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule" | "mode">>({
   name: "responseContract",
   errors,
   environment: { CONTRACT_MODE: "mode" },
   optionsSchema,
-  create(options, { api, logger, metrics, now }) {
+  metrics: (registry) =>
+    new Counter({
+      name: "gateway_contract_violations_total",
+      help: "Backend answers that broke the interface contract, by operation, rule or schema keyword, and mode",
+      labelNames: ["operation", "rule", "mode"] as const,
+      registers: [registry],
+    }),
+  create(options, { api, logger, now }, violations) {
     for (const id of Object.keys(options.operations)) {
       if (api.operation(id) === undefined) {
         throw new Error(
@@ -131,7 +139,7 @@ export default definePolicy<ResponseContractOptions>({
       const action = plan.mode === "enforce" ? "rejected" : "passed";
       const at = new Date(now()).toISOString();
       for (const violation of found) {
-        metrics.contractViolations.labels(operation, violation.rule, plan.mode).inc();
+        violations.labels(operation, violation.rule, plan.mode).inc();
         logger.warn(
           {
             reqId: exchange.requestId,

@@ -57,7 +57,6 @@ export function createGateway(options: GatewayOptions): Gateway {
   const context: PolicyContext = {
     api,
     logger,
-    metrics,
     environment: options.environment,
     now: options.now ?? Date.now,
     responseHeaders: () => [
@@ -71,7 +70,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const named: NamedPolicy[] = [];
   try {
     for (const definition of options.policies) {
-      const instance = definition.create(config.policies[definition.name], context);
+      const instruments = definition.metrics?.(metrics.registry);
+      const instance = definition.create(config.policies[definition.name], context, instruments);
       instances.push(instance);
       named.push({ name: definition.name, instance });
     }

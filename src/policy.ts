@@ -5,8 +5,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { JSONSchemaType } from "ajv";
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import type { GatewayError, PolicyErrors } from "./errors.ts";
-import type { Metrics } from "./metrics.ts";
 import type { ApiDescription, Operation } from "./openapi.ts";
 
 /** One request on its way through the gateway. Created by the core, read and annotated by policies. */
@@ -115,7 +115,6 @@ export interface PolicyInstance {
 export interface PolicyContext {
   readonly api: ApiDescription;
   readonly logger: Logger;
-  readonly metrics: Metrics;
   /** "production", "staging", or "demo" when the bundled demo backend is served. */
   readonly environment: string;
   /** Milliseconds since the epoch; injectable so tests never wait for a real date. */
@@ -138,7 +137,7 @@ export type OptionsSchema<Options> = unknown extends Options
   ? Readonly<Record<string, unknown>>
   : JSONSchemaType<Options>;
 
-export interface PolicyDefinition<Options> {
+export interface PolicyDefinition<Options, Instruments = undefined> {
   readonly name: string;
   /** JSON Schema of the options, with defaults; validated with the rest of the config at start-up. */
   readonly optionsSchema: OptionsSchema<Options>;
@@ -149,7 +148,12 @@ export interface PolicyDefinition<Options> {
    * and the reason is the `reason` label of gateway_rejections_total for every one of them.
    */
   readonly errors?: PolicyErrors;
-  create(options: Options, context: PolicyContext): PolicyInstance;
+  /**
+   * Registers the policy's own instruments on the gateway's registry (once per registry, before
+   * create(), which receives what this returns). Label values from bounded sets, as the core's.
+   */
+  metrics?(registry: Registry): Instruments;
+  create(options: Options, context: PolicyContext, instruments: Instruments): PolicyInstance;
 }
 
 /**
@@ -163,11 +167,14 @@ export interface AnyPolicyDefinition {
   readonly optionsSchema: object;
   readonly environment?: Readonly<Record<string, string>>;
   readonly errors?: PolicyErrors;
-  create(options: unknown, context: PolicyContext): PolicyInstance;
+  metrics?(registry: Registry): unknown;
+  create(options: unknown, context: PolicyContext, instruments: unknown): PolicyInstance;
 }
 
-/** Declares a policy: definePolicy<Options>({ name, optionsSchema, create }). */
-export function definePolicy<Options>(definition: PolicyDefinition<Options>): AnyPolicyDefinition;
+/** Declares a policy: definePolicy<Options, Instruments>({ name, optionsSchema, metrics, create }). */
+export function definePolicy<Options, Instruments = undefined>(
+  definition: PolicyDefinition<Options, Instruments>,
+): AnyPolicyDefinition;
 /** A policy whose options are left untyped: its create() gets them as unknown. */
 export function definePolicy(definition: PolicyDefinition<unknown>): AnyPolicyDefinition;
 export function definePolicy(definition: AnyPolicyDefinition): AnyPolicyDefinition {

@@ -74,6 +74,8 @@ test("the README's metrics table lists every gateway_* and http_* metric with it
     if (match) listed.set(match[1] as string, match[2] ? match[2].split(/,\s*/) : []);
   }
   const { registry } = createMetrics({ defaultMetrics: false });
+  // The policies' own instruments, registered as createGateway registers them.
+  for (const policy of policies) policy.metrics?.(registry);
   const emitted = new Map<string, string[]>();
   for (const metric of registry.getMetricsAsArray()) {
     emitted.set(metric.name, [...((metric as unknown as { labelNames: string[] }).labelNames ?? [])]);
