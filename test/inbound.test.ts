@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import pino from "pino";
-import auth, { type AuthOptions } from "../policies/auth.ts";
+import auth, { type AuthOptions } from "../policies/auth/index.ts";
 import { DEFAULT_OPENAPI_FILE } from "../src/config.ts";
 import { createMetrics } from "../src/metrics.ts";
 import type { Operation } from "../src/openapi.ts";

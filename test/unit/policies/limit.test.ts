@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import pino from "pino";
-import limit from "../../../policies/limit.ts";
+import limit from "../../../policies/limit/index.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../../src/config.ts";
 import { createMetrics } from "../../../src/metrics.ts";
 import { loadApiDescription, type Operation } from "../../../src/openapi.ts";

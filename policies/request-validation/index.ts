@@ -4,12 +4,12 @@
 // original bytes, never re-serialized.
 import { isUtf8 } from "node:buffer";
 import type { JSONSchemaType } from "ajv";
-import { declareErrors } from "../src/errors.ts";
-import { parseRequestJson } from "../src/json.ts";
-import { describeValidationError } from "../src/openapi.ts";
-import { checkParameter } from "../src/parameters.ts";
-import { definePolicy } from "../src/policy.ts";
-import { JSON_MEDIA_TYPE, quotedClientText } from "../src/untrusted-text.ts";
+import { declareErrors } from "../../src/errors.ts";
+import { parseRequestJson } from "../../src/json.ts";
+import { describeValidationError } from "../../src/openapi.ts";
+import { checkParameter } from "../../src/parameters.ts";
+import { definePolicy } from "../../src/policy.ts";
+import { JSON_MEDIA_TYPE, quotedClientText } from "../../src/untrusted-text.ts";
 
 export interface RequestValidationOptions {
   /** Query parameters the document does not declare: refused (400) or passed on unchecked. */

@@ -3,11 +3,11 @@
 // range is clamped, never rejected; a value that is not an integer is rejected.
 import type { JSONSchemaType } from "ajv";
 import { Counter } from "prom-client";
-import { declareErrors } from "../src/errors.ts";
-import { labelChildren } from "../src/metrics.ts";
-import type { ParameterSpec } from "../src/openapi.ts";
-import { parseIntegerLiteral } from "../src/parameters.ts";
-import { definePolicy } from "../src/policy.ts";
+import { declareErrors } from "../../src/errors.ts";
+import { labelChildren } from "../../src/metrics.ts";
+import type { ParameterSpec } from "../../src/openapi.ts";
+import { parseIntegerLiteral } from "../../src/parameters.ts";
+import { definePolicy } from "../../src/policy.ts";
 
 export interface LimitOptions {
   /** "operationId.parameter" of every query parameter to default and clamp. */

@@ -12,20 +12,20 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { ErrorObject, JSONSchemaType, ValidateFunction } from "ajv";
 import { Ajv } from "ajv";
 import { Counter } from "prom-client";
-import { declareErrors, type GatewayError } from "../src/errors.ts";
+import { declareErrors, type GatewayError } from "../../src/errors.ts";
 import {
   escapePointerToken,
   mayHoldUnsafeIntegers,
   parseWithExactIntegers,
   unescapePointerToken,
-} from "../src/json.ts";
-import { describeValidationError, type Operation } from "../src/openapi.ts";
-import { definePolicy, type Exchange, type OpsReport, type UpstreamAnswer } from "../src/policy.ts";
-import { JSON_FAMILY_MEDIA_TYPE } from "../src/untrusted-text.ts";
-import { excerpt, headerExcerpt, jsonErrorExcerpt } from "./contract-excerpt.ts";
-import { type ContractMode, createDriftLog, type Violation } from "./contract-report.ts";
+} from "../../src/json.ts";
+import { describeValidationError, type Operation } from "../../src/openapi.ts";
+import { definePolicy, type Exchange, type OpsReport, type UpstreamAnswer } from "../../src/policy.ts";
+import { JSON_FAMILY_MEDIA_TYPE } from "../../src/untrusted-text.ts";
+import { excerpt, headerExcerpt, jsonErrorExcerpt } from "./excerpt.ts";
+import { type ContractMode, createDriftLog, type Violation } from "./report.ts";
 
-export type { ContractMode, ContractReport } from "./contract-report.ts";
+export type { ContractMode, ContractReport } from "./report.ts";
 
 export interface ResponseContractOptions {
   /** The mode of every operation not named in `operations`. */

@@ -8,12 +8,12 @@ import type { OutgoingHttpHeaders } from "node:http";
 import { Ajv, type JSONSchemaType } from "ajv";
 import addFormats from "ajv-formats";
 import { Counter } from "prom-client";
-import { ConfigError } from "../src/config.ts";
-import { declareErrors, type GatewayError } from "../src/errors.ts";
-import { labelChildren } from "../src/metrics.ts";
-import { type ApiDescription, ApiDescriptionError, type Operation } from "../src/openapi.ts";
-import { definePolicy, type Exchange, type OpsReport } from "../src/policy.ts";
-import { redactText } from "./contract-excerpt.ts";
+import { ConfigError } from "../../src/config.ts";
+import { declareErrors, type GatewayError } from "../../src/errors.ts";
+import { labelChildren } from "../../src/metrics.ts";
+import { type ApiDescription, ApiDescriptionError, type Operation } from "../../src/openapi.ts";
+import { definePolicy, type Exchange, type OpsReport } from "../../src/policy.ts";
+import { redactText } from "../response-contract/excerpt.ts";
 import {
   CallerTally,
   DEPRECATED_CALL_MSG,

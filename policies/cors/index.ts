@@ -3,9 +3,9 @@
 // answered here, before routing and authentication; every other answer to a configured origin,
 // errors included, gets Access-Control-Allow-Origin so the page can read it.
 import type { JSONSchemaType } from "ajv";
-import type { LocalReply } from "../src/policy.ts";
-import { definePolicy } from "../src/policy.ts";
-import { createRouter } from "../src/router.ts";
+import type { LocalReply } from "../../src/policy.ts";
+import { definePolicy } from "../../src/policy.ts";
+import { createRouter } from "../../src/router.ts";
 
 export interface CorsOptions {
   /** Exact origins (scheme://host[:port]) allowed to call, or ["*"] for any; empty: CORS off. */

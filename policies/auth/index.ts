@@ -6,11 +6,11 @@ import { readFileSync, type Stats, statSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import type { JSONSchemaType } from "ajv";
 import { Counter, Gauge } from "prom-client";
-import { ConfigError } from "../src/config.ts";
-import { declareErrors } from "../src/errors.ts";
-import { definePolicy } from "../src/policy.ts";
-import { bearerCredential } from "../src/untrusted-text.ts";
-import { digestPrefix, parseKeyFile } from "./auth-key-file.ts";
+import { ConfigError } from "../../src/config.ts";
+import { declareErrors } from "../../src/errors.ts";
+import { definePolicy } from "../../src/policy.ts";
+import { bearerCredential } from "../../src/untrusted-text.ts";
+import { digestPrefix, parseKeyFile } from "./key-file.ts";
 
 export interface AuthOptions {
   readonly keysFile: string | undefined;
