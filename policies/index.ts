@@ -5,12 +5,12 @@
 // defaulted and clamped before validation would refuse an out-of-range value. Outbound phases
 // run in reverse, so the response contract, last here, judges the backend's answer first.
 import type { AnyPolicyDefinition } from "../src/policy.ts";
-import auth from "./auth.ts";
-import cors from "./cors.ts";
-import lifecycle from "./lifecycle.ts";
-import limit from "./limit.ts";
-import requestValidation from "./request-validation.ts";
-import responseContract from "./response-contract.ts";
+import auth from "./auth/index.ts";
+import cors from "./cors/index.ts";
+import lifecycle from "./lifecycle/index.ts";
+import limit from "./limit/index.ts";
+import requestValidation from "./request-validation/index.ts";
+import responseContract from "./response-contract/index.ts";
 
 const policies: readonly AnyPolicyDefinition[] = [
   cors,

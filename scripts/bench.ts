@@ -50,7 +50,7 @@ import os from "node:os";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { digestOf } from "../policies/auth-key-file.ts";
+import { digestOf } from "../policies/auth/key-file.ts";
 import type { LoadOrder, LoadResult } from "./bench/load-worker.ts";
 import type { MustDoCosts, MustDoInput } from "./bench/must-do.ts";
 import {
@@ -395,9 +395,11 @@ async function startGateway(
   // calls do), auth from a key file, lifecycle, limit, request validation, and the response
   // contract in enforce mode. A tree from --compare gets the settings of the policies it has.
   const policies: Record<string, unknown> = {};
-  if (existsSync(join(root, "policies/cors.ts")))
-    policies.cors = { allowedOrigins: ["https://shop.example"] };
-  if (existsSync(join(root, "policies/response-contract.ts"))) policies.responseContract = { mode: contract };
+  // A policy is a file in older trees, a folder since issue 16.
+  const has = (policy: string) =>
+    existsSync(join(root, `policies/${policy}.ts`)) || existsSync(join(root, `policies/${policy}/index.ts`));
+  if (has("cors")) policies.cors = { allowedOrigins: ["https://shop.example"] };
+  if (has("response-contract")) policies.responseContract = { mode: contract };
   writeFileSync(
     configFile,
     JSON.stringify({

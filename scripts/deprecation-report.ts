@@ -7,8 +7,8 @@
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { CallerTally, recordLogLine, reportToCsv } from "../policies/deprecation-report.ts";
-import { deprecationFacts, readLifecycle } from "../policies/lifecycle.ts";
+import { CallerTally, recordLogLine, reportToCsv } from "../policies/lifecycle/deprecation-report.ts";
+import { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
 import { DEFAULT_OPENAPI_FILE } from "../src/config.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 

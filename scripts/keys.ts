@@ -27,7 +27,7 @@ import {
   generateKey,
   type KeyFile,
   parseKeyFile,
-} from "../policies/auth-key-file.ts";
+} from "../policies/auth/key-file.ts";
 
 const PROJECT_ROOT = resolve(import.meta.dirname, "..");
 const USAGE = `usage: npm run keys -- <command> [--file <path>]

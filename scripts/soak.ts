@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { digestOf } from "../policies/auth-key-file.ts";
+import { digestOf } from "../policies/auth/key-file.ts";
 import { buildForStart, startCommand } from "./start-command.ts";
 
 const PROJECT_ROOT = resolve(import.meta.dirname, "..");

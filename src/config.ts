@@ -128,11 +128,37 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
         level: { enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], default: "info" },
       }),
       policies: section(
-        Object.fromEntries(policies.map((policy) => [policy.name, { default: {}, ...policy.optionsSchema }])),
+        Object.fromEntries(
+          policies.map((policy) => [policy.name, { default: {}, ...withoutNullable(policy.optionsSchema) }]),
+        ),
       ),
     },
   };
 }
+
+/**
+ * A policy's options schema as the config checks it. JSONSchemaType has an option that may be
+ * unset (`T | undefined`) written `nullable: true`; in the config such an option is left out, and
+ * a null stays refused, as it was before options were typed.
+ */
+function withoutNullable(schema: object): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const [keyword, value] of Object.entries(schema)) {
+    if (keyword === "nullable") continue;
+    kept[keyword] =
+      keyword === "properties"
+        ? Object.fromEntries(
+            Object.entries(value as object).map(([name, sub]) => [name, withoutNullable(sub)]),
+          )
+        : (keyword === "items" || keyword === "additionalProperties") && typeof value === "object"
+          ? withoutNullable(value as object)
+          : SCHEMA_LISTS.has(keyword)
+            ? (value as object[]).map(withoutNullable)
+            : value;
+  }
+  return kept;
+}
+const SCHEMA_LISTS = new Set(["anyOf", "oneOf", "allOf"]);
 
 /** Environment variable -> JSON pointer of the config field it sets. */
 export const CORE_ENVIRONMENT: Readonly<Record<string, string>> = {
@@ -250,6 +276,11 @@ function describeConfigError(
   const params = error.params as Record<string, unknown>;
   if (error.keyword === "additionalProperties") {
     return `${describe(`${error.instancePath}/${escapePointerToken(String(params.additionalProperty))}`)} is not a known setting`;
+  }
+  // A typed enum ({ type: "string", enum }) fails on the type first: the values are still the answer.
+  const allowed = (error.parentSchema as { enum?: unknown } | undefined)?.enum;
+  if (error.keyword === "type" && Array.isArray(allowed)) {
+    return `${describe(error.instancePath)} must be one of ${allowed.join(", ")}`;
   }
   if (error.keyword === "enum") {
     return `${describe(error.instancePath)} must be one of ${(params.allowedValues as unknown[]).join(", ")}`;

@@ -1,24 +1,29 @@
-// The catalogue of every error the gateway itself answers with. Each entry has a stable code
-// (the interface leaves the set of codes open), its HTTP status, the rejection reason used as a
-// bounded metric label, and a default message. Every body is the interface's Error object.
+// The core's part of the catalogue of every error the gateway itself answers with. Each entry has
+// a stable code (the interface leaves the set of codes open), its HTTP status, the rejection
+// reason used as a bounded metric label, and a default message. Every body is the interface's
+// Error object. Policies declare their own codes (declareErrors); catalogueOf() joins them into
+// the one table users read.
 
-export interface CatalogueEntry {
+/** What a policy declares per code: the reason is the policy's, one for all its codes. */
+export interface ErrorSpec {
   readonly status: number;
-  readonly reason: RejectionReason;
   readonly message: string;
 }
 
-export type RejectionReason =
+export interface CatalogueEntry extends ErrorSpec {
+  /** A bounded metric label value: the core's, or the one reason a policy declares. */
+  readonly reason: string;
+}
+
+/** The reasons of the core's own refusals; a policy declares its own (e.g. "auth"). */
+export type CoreReason =
   | "request" // malformed or non-canonical request, before routing
   | "routing"
-  | "auth"
-  | "lifecycle"
   | "validation"
   | "upstream"
-  | "contract"
   | "internal";
 
-export const errorCatalogue = {
+export const coreCatalogue = {
   BAD_REQUEST: { status: 400, reason: "request", message: "The request is not valid HTTP/1.1" },
   BAD_PATH: { status: 400, reason: "request", message: "The request path is not in canonical form" },
   DUPLICATE_PARAMETER: {
@@ -39,67 +44,103 @@ export const errorCatalogue = {
     reason: "routing",
     message: "The operation does not exist for this method",
   },
-  MISSING_API_KEY: { status: 401, reason: "auth", message: "A bearer API key is required" },
-  INVALID_API_KEY: { status: 401, reason: "auth", message: "The API key is not valid" },
-  OPERATION_SUNSET: { status: 410, reason: "lifecycle", message: "The operation has been removed" },
-  OPERATION_BROWNOUT: {
-    status: 410,
-    reason: "lifecycle",
-    message: "The operation is deprecated and temporarily unavailable (brownout)",
-  },
-  OPERATION_NOT_AVAILABLE: {
-    status: 403,
-    reason: "lifecycle",
-    message: "The operation is experimental and not available in this environment",
-  },
-  INVALID_PARAMETER: { status: 400, reason: "validation", message: "A parameter is not valid" },
-  UNKNOWN_PARAMETER: {
-    status: 400,
-    reason: "validation",
-    message: "A query parameter is not part of the operation",
-  },
-  BODY_NOT_ALLOWED: { status: 400, reason: "validation", message: "The operation takes no request body" },
-  MALFORMED_JSON: { status: 400, reason: "validation", message: "The request body is not valid JSON" },
-  INVALID_BODY: { status: 400, reason: "validation", message: "The request body does not match the schema" },
+  // The core reads and caps the body; request validation judges what it holds, under the same reason.
   PAYLOAD_TOO_LARGE: { status: 413, reason: "validation", message: "The request body is too large" },
-  UNSUPPORTED_MEDIA_TYPE: {
-    status: 415,
-    reason: "validation",
-    message: "The request body must be application/json",
-  },
   UPSTREAM_UNAVAILABLE: {
     status: 502,
     reason: "upstream",
     message: "The backend could not be reached or failed",
   },
   UPSTREAM_TIMEOUT: { status: 504, reason: "upstream", message: "The backend did not answer in time" },
-  UPSTREAM_CONTRACT_VIOLATION: {
-    status: 502,
-    reason: "contract",
-    message: "The backend answered outside the interface contract",
-  },
   SHUTTING_DOWN: { status: 503, reason: "internal", message: "The gateway is shutting down" },
   INTERNAL_ERROR: { status: 500, reason: "internal", message: "The gateway failed to handle the request" },
-} as const satisfies Record<string, CatalogueEntry>;
+} as const satisfies Record<string, CatalogueEntry & { readonly reason: CoreReason }>;
 
-export type ErrorCode = keyof typeof errorCatalogue;
+/** The codes the core answers with; a policy's codes are typed by its own declaration. */
+export type ErrorCode = keyof typeof coreCatalogue;
 
 /** A reply that stops the chain: what a policy phase or the core returns to reject a request. */
 export interface GatewayError {
-  readonly code: ErrorCode;
+  readonly code: string;
   readonly status: number;
-  readonly reason: RejectionReason;
+  readonly reason: string;
   readonly message: string;
   readonly headers: Readonly<Record<string, string>> | undefined;
 }
 
+function errorOf(
+  code: string,
+  entry: CatalogueEntry,
+  message: string | undefined,
+  headers: Readonly<Record<string, string>> | undefined,
+): GatewayError {
+  return { code, status: entry.status, reason: entry.reason, message: message ?? entry.message, headers };
+}
+
+/** One of the core's errors. */
 export function gatewayError(
   code: ErrorCode,
   message?: string,
   headers?: Readonly<Record<string, string>>,
 ): GatewayError {
-  const entry: CatalogueEntry = errorCatalogue[code];
-  return { code, status: entry.status, reason: entry.reason, message: message ?? entry.message, headers };
+  return errorOf(code, coreCatalogue[code], message, headers);
+}
+
+/** A policy's declared reason and codes, with a maker bound to exactly those codes. */
+export interface PolicyErrors<Code extends string = string> {
+  readonly reason: string;
+  readonly codes: Readonly<Record<Code, ErrorSpec>>;
+  error(code: Code, message?: string, headers?: Readonly<Record<string, string>>): GatewayError;
+}
+
+/**
+ * Declares a policy's rejection reason and error codes: `const errors = declareErrors("auth",
+ * { MISSING_API_KEY: { status: 401, message: "..." } })`, then `errors.error("MISSING_API_KEY")`;
+ * a code the policy did not declare does not compile.
+ */
+export function declareErrors<const Code extends string>(
+  reason: string,
+  codes: Readonly<Record<Code, ErrorSpec>>,
+): PolicyErrors<Code> {
+  return {
+    reason,
+    codes,
+    error: (code, message, headers) => errorOf(code, { ...codes[code], reason }, message, headers),
+  };
+}
+
+/**
+ * The one catalogue: the core's codes and every policy's. A code means one thing: two policies
+ * may declare the same code (limit and request validation both refuse an invalid parameter) only
+ * with the same status, reason and message, and none may redefine a core code.
+ */
+export function catalogueOf(
+  policies: readonly { readonly name: string; readonly errors?: PolicyErrors | undefined }[],
+): Readonly<Record<string, CatalogueEntry>> {
+  const catalogue: Record<string, CatalogueEntry> = { ...coreCatalogue };
+  const owner = new Map<string, string>(Object.keys(coreCatalogue).map((code) => [code, "the core"]));
+  for (const policy of policies) {
+    if (!policy.errors) continue;
+    const { reason } = policy.errors;
+    for (const [code, spec] of Object.entries<ErrorSpec>(policy.errors.codes)) {
+      const entry: CatalogueEntry = { status: spec.status, reason, message: spec.message };
+      const known = catalogue[code];
+      if (
+        known !== undefined &&
+        (owner.get(code) === "the core" ||
+          known.status !== entry.status ||
+          known.reason !== entry.reason ||
+          known.message !== entry.message)
+      ) {
+        throw new Error(
+          `policy ${policy.name} declares error code ${code}, which ${owner.get(code)} declares differently`,
+        );
+      }
+      catalogue[code] = entry;
+      if (!owner.has(code)) owner.set(code, `policy ${policy.name}`);
+    }
+  }
+  return Object.freeze(catalogue);
 }
 
 export function errorBody(error: GatewayError): string {

@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ConfigError, type GatewayConfig } from "./config.ts";
-import { type ErrorCode, errorBody, type GatewayError, gatewayError } from "./errors.ts";
+import { catalogueOf, type ErrorCode, errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import { isClosing, markClosing } from "./framing.ts";
 import type { NamedPolicy } from "./isolation.ts";
 import { createLogger, type Logger } from "./logger.ts";
@@ -49,13 +49,14 @@ export interface Gateway {
 
 export function createGateway(options: GatewayOptions): Gateway {
   const { config } = options;
+  // Two policies giving one code two meanings is a bug in the build, found before any request.
+  catalogueOf(options.policies);
   const logger = options.logger ?? createLogger(config.log.level).logger;
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: true });
   const api = loadApiDescription(config.openapi);
   const context: PolicyContext = {
     api,
     logger,
-    metrics,
     environment: options.environment,
     now: options.now ?? Date.now,
     responseHeaders: () => [
@@ -69,8 +70,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const named: NamedPolicy[] = [];
   try {
     for (const definition of options.policies) {
-      const policyOptions = config.policies[definition.name] as never;
-      const instance = definition.create(policyOptions, context);
+      const instruments = definition.metrics?.(metrics.registry);
+      const instance = definition.create(config.policies[definition.name], context, instruments);
       instances.push(instance);
       named.push({ name: definition.name, instance });
     }

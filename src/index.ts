@@ -1,5 +1,7 @@
 // The gateway as a library. The CLI behind `npm start` (src/main.ts) is a thin wrapper around it.
-export { default as policies } from "../policies/index.ts";
+import policies from "../policies/index.ts";
+import { type CatalogueEntry, catalogueOf, type GatewayError } from "./errors.ts";
+
 export {
   ConfigError,
   DEFAULT_CONFIG_FILE,
@@ -8,7 +10,7 @@ export {
   loadConfig,
   validateConfig,
 } from "./config.ts";
-export { type ErrorCode, errorCatalogue, type GatewayError, gatewayError } from "./errors.ts";
+export type { ErrorCode, GatewayError } from "./errors.ts";
 export {
   type BuiltGateway,
   buildGateway,
@@ -22,3 +24,18 @@ export { type ApiDescription, loadApiDescription, type Operation } from "./opena
 export type { Exchange, OperationPolicy, PolicyContext, PolicyDefinition, PolicyInstance } from "./policy.ts";
 export { definePolicy } from "./policy.ts";
 export { chooseUpstream } from "./upstream-choice.ts";
+export { policies };
+
+/** Every error code the gateway answers with: the core's and those of the bundled policies. */
+export const errorCatalogue: Readonly<Record<string, CatalogueEntry>> = catalogueOf(policies);
+
+/** An error of the catalogue, for a host application that answers in the gateway's own words. */
+export function gatewayError(
+  code: string,
+  message?: string,
+  headers?: Readonly<Record<string, string>>,
+): GatewayError {
+  const entry = errorCatalogue[code];
+  if (entry === undefined) throw new Error(`${code} is not an error code of the catalogue`);
+  return { code, status: entry.status, reason: entry.reason, message: message ?? entry.message, headers };
+}

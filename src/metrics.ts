@@ -1,11 +1,12 @@
-// The prom-client registry and every instrument of the gateway. Seconds, not milliseconds;
+// The prom-client registry and the instruments of the core: the HTTP histograms, the gateway's
+// overhead, rejections and upstream-up. A policy registers its own on the same registry
+// (PolicyDefinition.metrics), so that a worker's registry exports every family. Seconds, not milliseconds;
 // every label value comes from a bounded set (operationIds, methods, status codes, catalogue
 // codes, consumers of the key file). The two HTTP histograms are OpenTelemetry's
 // http.server.request.duration and http.client.request.duration named as an OpenTelemetry
 // Prometheus exporter names them (dots become underscores, the unit a suffix), so dashboards
 // built for those conventions work unchanged; `operation` is the gateway's own dimension.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { RejectionReason } from "./errors.ts";
 
 /** The operation label of a request the description does not know: one value, never the raw path. */
 export const UNMATCHED = "unmatched";
@@ -42,14 +43,8 @@ export interface Metrics {
   observeUpstream(operation: string, method: string, status: number, seconds: number): void;
   observeOverhead(operation: string, seconds: number): void;
   /** An answer the gateway gave itself instead of the backend's. */
-  observeRejection(operation: string, reason: RejectionReason, code: string): void;
+  observeRejection(operation: string, reason: string, code: string): void;
   readonly rejections: Counter<"operation" | "reason" | "code">;
-  readonly limitAdjustments: Counter<"operation" | "parameter" | "adjustment">;
-  readonly contractViolations: Counter<"operation" | "rule" | "mode">;
-  readonly deprecatedCalls: Counter<"operation" | "consumer">;
-  readonly unstableCalls: Counter<"operation" | "stability" | "consumer">;
-  readonly apiKeys: Gauge;
-  readonly apiKeyReloads: Counter<"result">;
   readonly upstreamUp: Gauge;
 }
 
@@ -120,43 +115,6 @@ export function createMetrics(options: { readonly defaultMetrics: boolean }): Me
       rejectionChild(operation)(reason)(code).inc();
     },
     rejections,
-    limitAdjustments: new Counter({
-      name: "gateway_limit_adjustments_total",
-      help: "Query parameters the gateway defaulted or clamped before the backend saw them (not rejections)",
-      labelNames: ["operation", "parameter", "adjustment"] as const,
-      registers,
-    }),
-    contractViolations: new Counter({
-      name: "gateway_contract_violations_total",
-      help: "Backend answers that broke the interface contract, by operation, rule or schema keyword, and mode",
-      labelNames: ["operation", "rule", "mode"] as const,
-      registers,
-    }),
-    deprecatedCalls: new Counter({
-      name: "gateway_deprecated_calls_total",
-      help: "Authenticated calls to deprecated operations, by operation and consumer",
-      labelNames: ["operation", "consumer"] as const,
-      registers,
-    }),
-    unstableCalls: new Counter({
-      name: "gateway_unstable_operation_calls_total",
-      help: "Authenticated calls to operations marked experimental or beta, by operation, stability and consumer",
-      labelNames: ["operation", "stability", "consumer"] as const,
-      registers,
-    }),
-    // Every worker loads the same key file: summing over workers would multiply the count.
-    apiKeys: new Gauge({
-      name: "gateway_api_keys",
-      help: "API keys currently loaded",
-      aggregator: "max",
-      registers,
-    }),
-    apiKeyReloads: new Counter({
-      name: "gateway_api_key_reloads_total",
-      help: "Reloads of the API key file, by result (ok, error); every worker reloads on its own",
-      labelNames: ["result"] as const,
-      registers,
-    }),
     upstreamUp: new Gauge({
       name: "gateway_upstream_up",
       help: "1 when the last attempt to reach the backend connected, 0 when it failed (or none was made yet): a request's, or without traffic the connect probe (at start-up and every upstream.probeIntervalMs)",

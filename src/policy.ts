@@ -1,10 +1,12 @@
 // The contract between the core and a policy. A policy is a factory: validated options in, and
 // for each operation of the description either nothing (it does not apply) or a few phase
 // functions. A phase returns undefined to continue or a GatewayError to stop the chain.
+
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { JSONSchemaType } from "ajv";
 import type { Logger } from "pino";
-import type { GatewayError } from "./errors.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Registry } from "prom-client";
+import type { GatewayError, PolicyErrors } from "./errors.ts";
 import type { ApiDescription, Operation } from "./openapi.ts";
 
 /** One request on its way through the gateway. Created by the core, read and annotated by policies. */
@@ -113,7 +115,6 @@ export interface PolicyInstance {
 export interface PolicyContext {
   readonly api: ApiDescription;
   readonly logger: Logger;
-  readonly metrics: Metrics;
   /** "production", "staging", or "demo" when the bundled demo backend is served. */
   readonly environment: string;
   /** Milliseconds since the epoch; injectable so tests never wait for a real date. */
@@ -125,17 +126,57 @@ export interface PolicyContext {
   responseHeaders(): readonly string[];
 }
 
-export interface PolicyDefinition<Options> {
+/**
+ * The JSON Schema of a policy's options, which the compiler holds to its Options type (ajv's
+ * JSONSchemaType): a property the schema lacks, or types differently, does not compile. An
+ * optional option (`T | undefined`) is written `nullable: true`, as JSONSchemaType asks; the
+ * config leaves such a field absent, never null (validateConfig drops `nullable`). Only a policy
+ * that declares its options `unknown` (a test's probe) writes an unchecked schema.
+ */
+export type OptionsSchema<Options> = unknown extends Options
+  ? Readonly<Record<string, unknown>>
+  : JSONSchemaType<Options>;
+
+export interface PolicyDefinition<Options, Instruments = undefined> {
   readonly name: string;
   /** JSON Schema of the options, with defaults; validated with the rest of the config at start-up. */
-  readonly optionsSchema: Readonly<Record<string, unknown>>;
+  readonly optionsSchema: OptionsSchema<Options>;
   /** Environment variables that set an option: { API_KEYS_FILE: "keysFile" }. */
   readonly environment?: Readonly<Record<string, string>>;
-  create(options: Options, context: PolicyContext): PolicyInstance;
+  /**
+   * The policy's rejection reason and error codes (declareErrors): they join the one catalogue,
+   * and the reason is the `reason` label of gateway_rejections_total for every one of them.
+   */
+  readonly errors?: PolicyErrors;
+  /**
+   * Registers the policy's own instruments on the gateway's registry (once per registry, before
+   * create(), which receives what this returns). Label values from bounded sets, as the core's.
+   */
+  metrics?(registry: Registry): Instruments;
+  create(options: Options, context: PolicyContext, instruments: Instruments): PolicyInstance;
 }
 
-export type AnyPolicyDefinition = PolicyDefinition<never>;
+/**
+ * A policy of any options, as the ordered list and the core hold it. create() is a method, so a
+ * PolicyDefinition<Options> is one without a cast (method parameters compare both ways): what
+ * makes the call sound is that the core passes only the options the config validated against
+ * that same definition's schema.
+ */
+export interface AnyPolicyDefinition {
+  readonly name: string;
+  readonly optionsSchema: object;
+  readonly environment?: Readonly<Record<string, string>>;
+  readonly errors?: PolicyErrors;
+  metrics?(registry: Registry): unknown;
+  create(options: unknown, context: PolicyContext, instruments: unknown): PolicyInstance;
+}
 
-export function definePolicy<Options>(definition: PolicyDefinition<Options>): AnyPolicyDefinition {
-  return definition as unknown as AnyPolicyDefinition;
+/** Declares a policy: definePolicy<Options, Instruments>({ name, optionsSchema, metrics, create }). */
+export function definePolicy<Options, Instruments = undefined>(
+  definition: PolicyDefinition<Options, Instruments>,
+): AnyPolicyDefinition;
+/** A policy whose options are left untyped: its create() gets them as unknown. */
+export function definePolicy(definition: PolicyDefinition<unknown>): AnyPolicyDefinition;
+export function definePolicy(definition: AnyPolicyDefinition): AnyPolicyDefinition {
+  return definition;
 }

@@ -3,7 +3,7 @@
 // crashes of the test process itself, and the check that no key ever shows up where it must not.
 import assert from "node:assert/strict";
 import net from "node:net";
-import { errorCatalogue } from "../src/errors.ts";
+import { errorCatalogue } from "../src/index.ts";
 import { type Behaviour, jsonAnswer, type RecordedRequest } from "./fixtures/programmable-backend.ts";
 import { type ApiKey, request, sha256, type TestGateway } from "./harness.ts";
 

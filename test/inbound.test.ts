@@ -19,11 +19,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import pino from "pino";
-import auth, { type AuthOptions } from "../policies/auth.ts";
+import auth, { type AuthOptions } from "../policies/auth/index.ts";
 import { DEFAULT_OPENAPI_FILE } from "../src/config.ts";
 import { createMetrics } from "../src/metrics.ts";
 import type { Operation } from "../src/openapi.ts";
-import type { Exchange, PolicyDefinition } from "../src/policy.ts";
+import type { Exchange } from "../src/policy.ts";
 import {
   type Behaviour,
   type ProgrammableBackend,
@@ -685,22 +685,22 @@ describe("100,000 keys", () => {
       );
       // The authentication phase alone, called directly: hashing the key and the table lookup.
       const phaseTime = async (keysFile: string) => {
-        const instance = (auth as PolicyDefinition<AuthOptions>).create(
+        const instance = auth.create(
           {
             keysFile,
             reloadIntervalMs: 4000,
             consumerHeader: "x-consumer",
             upstreamAuthorization: "pass",
             upstreamCredentialEnv: undefined,
-          },
+          } satisfies AuthOptions,
           {
             api: many.gateway.api,
             logger: pino({ level: "silent" }),
-            metrics: createMetrics({ defaultMetrics: false }),
             environment: "production",
             now: Date.now,
             responseHeaders: () => [],
           },
+          auth.metrics?.(createMetrics({ defaultMetrics: false }).registry),
         );
         try {
           const onRequest = instance.forOperation(

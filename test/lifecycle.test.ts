@@ -10,7 +10,7 @@ import {
   type DeprecationReport,
   mergeReports,
   recordLogLine,
-} from "../policies/deprecation-report.ts";
+} from "../policies/lifecycle/deprecation-report.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import {
   type Answer,

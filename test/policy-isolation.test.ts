@@ -17,7 +17,7 @@ import {
 // A policy with a bug: it throws in the phase the request names in X-Fail.
 const faulty = definePolicy<Record<string, never>>({
   name: "faulty",
-  optionsSchema: { type: "object", additionalProperties: false, default: {} },
+  optionsSchema: { type: "object", additionalProperties: false, required: [], default: {} },
   create: () => {
     const failIn = (phase: string) => (exchange: { req: { headers: Record<string, unknown> } }) => {
       if (exchange.req.headers["x-fail"] === phase) throw new Error(`a bug in ${phase}`);

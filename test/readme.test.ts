@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { test } from "node:test";
 import policies from "../policies/index.ts";
 import { CORE_ENVIRONMENT, loadConfig } from "../src/config.ts";
-import { errorCatalogue } from "../src/errors.ts";
+import { errorCatalogue } from "../src/index.ts";
 import { createMetrics } from "../src/metrics.ts";
 import { PROJECT_ROOT } from "./harness.ts";
 
@@ -74,6 +74,8 @@ test("the README's metrics table lists every gateway_* and http_* metric with it
     if (match) listed.set(match[1] as string, match[2] ? match[2].split(/,\s*/) : []);
   }
   const { registry } = createMetrics({ defaultMetrics: false });
+  // The policies' own instruments, registered as createGateway registers them.
+  for (const policy of policies) policy.metrics?.(registry);
   const emitted = new Map<string, string[]>();
   for (const metric of registry.getMetricsAsArray()) {
     emitted.set(metric.name, [...((metric as unknown as { labelNames: string[] }).labelNames ?? [])]);

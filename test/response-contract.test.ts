@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import pino from "pino";
 import policies from "../policies/index.ts";
-import responseContract, { type ContractReport } from "../policies/response-contract.ts";
+import responseContract, { type ContractReport } from "../policies/response-contract/index.ts";
 import { ConfigError, DEFAULT_OPENAPI_FILE, loadConfig, validateConfig } from "../src/config.ts";
 import { createMetrics } from "../src/metrics.ts";
 import { loadApiDescription } from "../src/openapi.ts";

@@ -4,10 +4,10 @@
 // violation in one process, merging several worker processes' parts, and rendering the result.
 import type { ServerResponse } from "node:http";
 import { LRUCache } from "lru-cache";
-import { gatewayError } from "../src/errors.ts";
-import { sendError, sendJson } from "../src/ops.ts";
-import type { OpsReport } from "../src/policy.ts";
-import { POINTER_ARRAY_INDEX } from "../src/untrusted-text.ts";
+import { gatewayError } from "../../src/errors.ts";
+import { sendError, sendJson } from "../../src/ops.ts";
+import type { OpsReport } from "../../src/policy.ts";
+import { POINTER_ARRAY_INDEX } from "../../src/untrusted-text.ts";
 
 export type ContractMode = "enforce" | "report" | "off";
 

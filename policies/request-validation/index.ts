@@ -3,12 +3,13 @@
 // Validators were compiled once when the description loaded; the body is forwarded as the
 // original bytes, never re-serialized.
 import { isUtf8 } from "node:buffer";
-import { gatewayError } from "../src/errors.ts";
-import { parseRequestJson } from "../src/json.ts";
-import { describeValidationError } from "../src/openapi.ts";
-import { checkParameter } from "../src/parameters.ts";
-import { definePolicy } from "../src/policy.ts";
-import { JSON_MEDIA_TYPE, quotedClientText } from "../src/untrusted-text.ts";
+import type { JSONSchemaType } from "ajv";
+import { declareErrors } from "../../src/errors.ts";
+import { parseRequestJson } from "../../src/json.ts";
+import { describeValidationError } from "../../src/openapi.ts";
+import { checkParameter } from "../../src/parameters.ts";
+import { definePolicy } from "../../src/policy.ts";
+import { JSON_MEDIA_TYPE, quotedClientText } from "../../src/untrusted-text.ts";
 
 export interface RequestValidationOptions {
   /** Query parameters the document does not declare: refused (400) or passed on unchecked. */
@@ -16,16 +17,29 @@ export interface RequestValidationOptions {
   readonly maxJsonDepth: number;
 }
 
+const errors = declareErrors("validation", {
+  INVALID_PARAMETER: { status: 400, message: "A parameter is not valid" },
+  UNKNOWN_PARAMETER: { status: 400, message: "A query parameter is not part of the operation" },
+  BODY_NOT_ALLOWED: { status: 400, message: "The operation takes no request body" },
+  MALFORMED_JSON: { status: 400, message: "The request body is not valid JSON" },
+  INVALID_BODY: { status: 400, message: "The request body does not match the schema" },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "The request body must be application/json" },
+});
+
+const optionsSchema: JSONSchemaType<RequestValidationOptions> = {
+  type: "object",
+  additionalProperties: false,
+  required: [],
+  properties: {
+    unknownQueryParameters: { type: "string", enum: ["reject", "pass"], default: "reject" },
+    maxJsonDepth: { type: "integer", minimum: 1, maximum: 512, default: 32 },
+  },
+};
+
 export default definePolicy<RequestValidationOptions>({
   name: "requestValidation",
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      unknownQueryParameters: { enum: ["reject", "pass"], default: "reject" },
-      maxJsonDepth: { type: "integer", minimum: 1, maximum: 512, default: 32 },
-    },
-  },
+  errors,
+  optionsSchema,
   create(options) {
     const rejectUnknown = options.unknownQueryParameters === "reject";
     return {
@@ -37,13 +51,13 @@ export default definePolicy<RequestValidationOptions>({
           onRequest(exchange) {
             for (const spec of operation.pathParameters) {
               const check = checkParameter(spec, exchange.pathParams[spec.name] ?? "");
-              if (!check.ok) return gatewayError("INVALID_PARAMETER", check.message);
+              if (!check.ok) return errors.error("INVALID_PARAMETER", check.message);
             }
             for (const [name, text] of exchange.query) {
               const spec = declared.get(name);
               if (spec === undefined) {
                 if (rejectUnknown) {
-                  return gatewayError(
+                  return errors.error(
                     "UNKNOWN_PARAMETER",
                     `query parameter ${quotedClientText(name)} is not part of ${operation.id}`,
                   );
@@ -51,11 +65,11 @@ export default definePolicy<RequestValidationOptions>({
                 continue;
               }
               const check = checkParameter(spec, text);
-              if (!check.ok) return gatewayError("INVALID_PARAMETER", check.message);
+              if (!check.ok) return errors.error("INVALID_PARAMETER", check.message);
             }
             for (const spec of required) {
               if (!exchange.query.has(spec.name)) {
-                return gatewayError("INVALID_PARAMETER", `query parameter ${spec.name} is required`);
+                return errors.error("INVALID_PARAMETER", `query parameter ${spec.name} is required`);
               }
             }
             const headers = exchange.req.headers;
@@ -63,11 +77,11 @@ export default definePolicy<RequestValidationOptions>({
               headers["transfer-encoding"] !== undefined || (headers["content-length"] ?? "0") !== "0";
             if (body === undefined) {
               return hasBody
-                ? gatewayError("BODY_NOT_ALLOWED", `${operation.id} takes no request body`)
+                ? errors.error("BODY_NOT_ALLOWED", `${operation.id} takes no request body`)
                 : undefined;
             }
             if (hasBody && !JSON_MEDIA_TYPE.test(headers["content-type"] ?? "")) {
-              return gatewayError(
+              return errors.error(
                 "UNSUPPORTED_MEDIA_TYPE",
                 "the request body must be sent as Content-Type: application/json",
               );
@@ -78,21 +92,21 @@ export default definePolicy<RequestValidationOptions>({
             if (body === undefined) return undefined;
             const raw = exchange.body;
             if (raw === undefined || raw.length === 0) {
-              return body.required ? gatewayError("INVALID_BODY", "the request body is required") : undefined;
+              return body.required ? errors.error("INVALID_BODY", "the request body is required") : undefined;
             }
             // JSON is UTF-8 (RFC 8259); decoding would quietly turn bad bytes into U+FFFD while
             // the original bytes go on to the backend.
-            if (!isUtf8(raw)) return gatewayError("MALFORMED_JSON", "body is not valid UTF-8");
+            if (!isUtf8(raw)) return errors.error("MALFORMED_JSON", "body is not valid UTF-8");
             const parsed = parseRequestJson(raw.toString("utf8"), options.maxJsonDepth);
             if (!parsed.ok) {
-              return gatewayError(
+              return errors.error(
                 parsed.problem === "malformed" ? "MALFORMED_JSON" : "INVALID_BODY",
                 parsed.message,
               );
             }
             exchange.bodyJson = parsed.value;
             if (body.validate && !body.validate(parsed.value)) {
-              return gatewayError("INVALID_BODY", describeValidationError(body.validate.errors, "body"));
+              return errors.error("INVALID_BODY", describeValidationError(body.validate.errors, "body"));
             }
             return undefined;
           },

@@ -1,11 +1,13 @@
 // Page-size parameters (listPets.limit) are defaulted and clamped before the backend sees them,
 // using the default, minimum and maximum the OpenAPI document gives the parameter. A value out of
 // range is clamped, never rejected; a value that is not an integer is rejected.
-import { gatewayError } from "../src/errors.ts";
-import { labelChildren } from "../src/metrics.ts";
-import type { ParameterSpec } from "../src/openapi.ts";
-import { parseIntegerLiteral } from "../src/parameters.ts";
-import { definePolicy } from "../src/policy.ts";
+import type { JSONSchemaType } from "ajv";
+import { Counter } from "prom-client";
+import { declareErrors } from "../../src/errors.ts";
+import { labelChildren } from "../../src/metrics.ts";
+import type { ParameterSpec } from "../../src/openapi.ts";
+import { parseIntegerLiteral } from "../../src/parameters.ts";
+import { definePolicy } from "../../src/policy.ts";
 
 export interface LimitOptions {
   /** "operationId.parameter" of every query parameter to default and clamp. */
@@ -27,20 +29,38 @@ interface Bounds {
 
 type Adjustment = "defaulted" | "clamped_to_minimum" | "clamped_to_maximum";
 
-export default definePolicy<LimitOptions>({
-  name: "limit",
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      parameters: {
-        type: "array",
-        items: { type: "string", pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_-]+$" },
-        default: ["listPets.limit"],
-      },
+// The same code and words as request validation's: a limit that is no integer is an invalid
+// parameter to the client, whichever policy noticed (the catalogue refuses them if they differ).
+const errors = declareErrors("validation", {
+  INVALID_PARAMETER: { status: 400, message: "A parameter is not valid" },
+});
+
+const optionsSchema: JSONSchemaType<LimitOptions> = {
+  type: "object",
+  additionalProperties: false,
+  // Every option has a default: none is required of the config.
+  required: [],
+  properties: {
+    parameters: {
+      type: "array",
+      items: { type: "string", pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_-]+$" },
+      default: ["listPets.limit"],
     },
   },
-  create(options, { api, metrics }) {
+};
+
+export default definePolicy<LimitOptions, Counter<"operation" | "parameter" | "adjustment">>({
+  name: "limit",
+  errors,
+  optionsSchema,
+  metrics: (registry) =>
+    new Counter({
+      name: "gateway_limit_adjustments_total",
+      help: "Query parameters the gateway defaulted or clamped before the backend saw them (not rejections)",
+      labelNames: ["operation", "parameter", "adjustment"] as const,
+      registers: [registry],
+    }),
+  create(options, { api }, adjustments) {
     const byOperation = new Map<string, Bounds[]>();
     for (const entry of options.parameters) {
       const [operationId, name] = entry.split(".") as [string, string];
@@ -52,7 +72,7 @@ export default definePolicy<LimitOptions>({
       const number = (key: string) =>
         typeof spec.schema[key] === "number" ? (spec.schema[key] as number) : undefined;
       const counter = labelChildren((adjustment: Adjustment) =>
-        metrics.limitAdjustments.labels(operationId, name, adjustment),
+        adjustments.labels(operationId, name, adjustment),
       );
       const bounds: Bounds = {
         spec,
@@ -86,7 +106,7 @@ export default definePolicy<LimitOptions>({
               } else {
                 const value = parseIntegerLiteral(given);
                 if (value === undefined) {
-                  return gatewayError("INVALID_PARAMETER", `${spec.name} must be an integer`);
+                  return errors.error("INVALID_PARAMETER", `${spec.name} must be an integer`);
                 }
                 if (minimum !== undefined && value < minimum) {
                   applied = String(minimum);

@@ -2,9 +2,10 @@
 // default. A preflight (OPTIONS with Access-Control-Request-Method) carries no key, so it is
 // answered here, before routing and authentication; every other answer to a configured origin,
 // errors included, gets Access-Control-Allow-Origin so the page can read it.
-import type { LocalReply } from "../src/policy.ts";
-import { definePolicy } from "../src/policy.ts";
-import { createRouter } from "../src/router.ts";
+import type { JSONSchemaType } from "ajv";
+import type { LocalReply } from "../../src/policy.ts";
+import { definePolicy } from "../../src/policy.ts";
+import { createRouter } from "../../src/router.ts";
 
 export interface CorsOptions {
   /** Exact origins (scheme://host[:port]) allowed to call, or ["*"] for any; empty: CORS off. */
@@ -19,40 +20,45 @@ export interface CorsOptions {
 
 const HEADER_NAME = "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$";
 
+const optionsSchema: JSONSchemaType<CorsOptions> = {
+  type: "object",
+  additionalProperties: false,
+  required: [],
+  properties: {
+    allowedOrigins: {
+      type: "array",
+      items: {
+        type: "string",
+        anyOf: [
+          { const: "*" },
+          {
+            type: "string",
+            pattern: "^https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?$",
+            // Named in the start-up error: a pasted page URL is the usual mistake.
+            description: "an origin such as https://shop.example (scheme, host and optional port, no path)",
+          },
+        ],
+      },
+      uniqueItems: true,
+      default: [],
+    },
+    allowedHeaders: {
+      type: "array",
+      items: { type: "string", pattern: HEADER_NAME },
+      default: ["authorization", "content-type", "x-request-id"],
+    },
+    exposedHeaders: {
+      type: "array",
+      nullable: true,
+      items: { type: "string", pattern: HEADER_NAME },
+    },
+    maxAgeSeconds: { type: "integer", minimum: 0, maximum: 86_400, default: 600 },
+  },
+};
+
 export default definePolicy<CorsOptions>({
   name: "cors",
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      allowedOrigins: {
-        type: "array",
-        items: {
-          anyOf: [
-            { const: "*" },
-            {
-              type: "string",
-              pattern: "^https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?$",
-              // Named in the start-up error: a pasted page URL is the usual mistake.
-              description: "an origin such as https://shop.example (scheme, host and optional port, no path)",
-            },
-          ],
-        },
-        uniqueItems: true,
-        default: [],
-      },
-      allowedHeaders: {
-        type: "array",
-        items: { type: "string", pattern: HEADER_NAME },
-        default: ["authorization", "content-type", "x-request-id"],
-      },
-      exposedHeaders: {
-        type: "array",
-        items: { type: "string", pattern: HEADER_NAME },
-      },
-      maxAgeSeconds: { type: "integer", minimum: 0, maximum: 86_400, default: 600 },
-    },
-  },
+  optionsSchema,
   create(options, { api, responseHeaders }) {
     if (options.allowedOrigins.length === 0) return { forOperation: () => undefined };
     const anyOrigin = options.allowedOrigins.includes("*");

@@ -4,11 +4,13 @@
 import { hash, timingSafeEqual } from "node:crypto";
 import { readFileSync, type Stats, statSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
-import { ConfigError } from "../src/config.ts";
-import { gatewayError } from "../src/errors.ts";
-import { definePolicy } from "../src/policy.ts";
-import { bearerCredential } from "../src/untrusted-text.ts";
-import { digestPrefix, parseKeyFile } from "./auth-key-file.ts";
+import type { JSONSchemaType } from "ajv";
+import { Counter, Gauge } from "prom-client";
+import { ConfigError } from "../../src/config.ts";
+import { declareErrors } from "../../src/errors.ts";
+import { definePolicy } from "../../src/policy.ts";
+import { bearerCredential } from "../../src/untrusted-text.ts";
+import { digestPrefix, parseKeyFile } from "./key-file.ts";
 
 export interface AuthOptions {
   readonly keysFile: string | undefined;
@@ -41,8 +43,12 @@ interface KeyTable {
 
 const DIGEST_BYTES = 32;
 
-const MISSING = gatewayError("MISSING_API_KEY", undefined, { "www-authenticate": "Bearer" });
-const INVALID = gatewayError("INVALID_API_KEY", undefined, {
+const errors = declareErrors("auth", {
+  MISSING_API_KEY: { status: 401, message: "A bearer API key is required" },
+  INVALID_API_KEY: { status: 401, message: "The API key is not valid" },
+});
+const MISSING = errors.error("MISSING_API_KEY", undefined, { "www-authenticate": "Bearer" });
+const INVALID = errors.error("INVALID_API_KEY", undefined, {
   "www-authenticate": 'Bearer error="invalid_token"',
 });
 // The consumer header must not be able to overwrite what the request is made of.
@@ -60,22 +66,46 @@ const RESERVED_HEADERS = new Set([
 const WITH_SCHEME = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]* +\S/;
 const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 
-export default definePolicy<AuthOptions>({
-  name: "auth",
-  environment: { API_KEYS_FILE: "keysFile" },
-  optionsSchema: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      keysFile: { type: "string", minLength: 1 },
-      // At most 4 s, so that a revoked key is refused within 5 s whatever the setting.
-      reloadIntervalMs: { type: "integer", minimum: 100, maximum: 4000, default: 2000 },
-      consumerHeader: { type: "string", pattern: "^[a-z0-9][a-z0-9-]*$", default: "x-consumer" },
-      upstreamAuthorization: { enum: ["pass", "replace", "strip"], default: "pass" },
-      upstreamCredentialEnv: { type: "string", pattern: "^[A-Z_][A-Z0-9_]*$" },
-    },
+const optionsSchema: JSONSchemaType<AuthOptions> = {
+  type: "object",
+  additionalProperties: false,
+  required: [],
+  properties: {
+    keysFile: { type: "string", nullable: true, minLength: 1 },
+    // At most 4 s, so that a revoked key is refused within 5 s whatever the setting.
+    reloadIntervalMs: { type: "integer", minimum: 100, maximum: 4000, default: 2000 },
+    consumerHeader: { type: "string", pattern: "^[a-z0-9][a-z0-9-]*$", default: "x-consumer" },
+    upstreamAuthorization: { type: "string", enum: ["pass", "replace", "strip"], default: "pass" },
+    upstreamCredentialEnv: { type: "string", nullable: true, pattern: "^[A-Z_][A-Z0-9_]*$" },
   },
-  create(options, { logger, metrics, now }) {
+};
+
+interface AuthMetrics {
+  readonly keys: Gauge;
+  readonly reloads: Counter<"result">;
+}
+
+export default definePolicy<AuthOptions, AuthMetrics>({
+  name: "auth",
+  errors,
+  environment: { API_KEYS_FILE: "keysFile" },
+  optionsSchema,
+  metrics: (registry) => ({
+    // Every worker loads the same key file: summing over workers would multiply the count.
+    keys: new Gauge({
+      name: "gateway_api_keys",
+      help: "API keys currently loaded",
+      aggregator: "max",
+      registers: [registry],
+    }),
+    reloads: new Counter({
+      name: "gateway_api_key_reloads_total",
+      help: "Reloads of the API key file, by result (ok, error); every worker reloads on its own",
+      labelNames: ["result"] as const,
+      registers: [registry],
+    }),
+  }),
+  create(options, { logger, now }, metrics) {
     const { keysFile, consumerHeader: header, upstreamAuthorization: mode } = options;
     if (keysFile === undefined) {
       throw new ConfigError(
@@ -94,7 +124,7 @@ export default definePolicy<AuthOptions>({
     } catch (error) {
       throw new ConfigError(`API key file ${keysFile}: ${describeLoadError(error)}`);
     }
-    metrics.apiKeys.set(keys.entries.size);
+    metrics.keys.set(keys.entries.size);
     let lastStamp = stampOf(statSync(keysFile, { throwIfNoEntry: false }));
     let closed = false;
 
@@ -106,14 +136,14 @@ export default definePolicy<AuthOptions>({
         const added = next.entries.size - (keys.entries.size - removed);
         keys = next;
         const count = keys.entries.size;
-        metrics.apiKeys.set(count);
-        metrics.apiKeyReloads.labels("ok").inc();
+        metrics.keys.set(count);
+        metrics.reloads.labels("ok").inc();
         const log = count === 0 ? logger.warn.bind(logger) : logger.info.bind(logger);
         log({ keys: count, added, removed, why }, "api keys reloaded");
       } catch (error) {
         // Keep serving with the last good set: a half-written or broken file must not lock
         // everyone out. A writer that finishes changes the file again, and it is read again.
-        metrics.apiKeyReloads.labels("error").inc();
+        metrics.reloads.labels("error").inc();
         logger.error(
           { error: describeLoadError(error), why, keys: keys.entries.size },
           "api key reload failed; keeping the previous keys",

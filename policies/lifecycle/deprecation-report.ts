@@ -4,7 +4,7 @@
 // log-based command (scripts/deprecation-report.ts) that answers for a whole fleet.
 import type { ServerResponse } from "node:http";
 import { LRUCache } from "lru-cache";
-import { CSV_QUOTED, FORMULA_START } from "../src/untrusted-text.ts";
+import { CSV_QUOTED, FORMULA_START } from "../../src/untrusted-text.ts";
 
 const DAY_MS = 86_400_000;
 /** The msg of the log line written for every deprecated call; log pipelines filter on it. */

@@ -1,7 +1,7 @@
 // Excerpts of a backend's answer for log lines and the drift report: short, and never key
 // material. Built only once a violation is found, never on the path of an answer that keeps the
 // contract.
-import type { Exchange } from "../src/policy.ts";
+import type { Exchange } from "../../src/policy.ts";
 import {
   BEARER_PREFIX,
   DIGIT,
@@ -10,7 +10,7 @@ import {
   SENSITIVE_NAME,
   TOKEN_CHAR,
   TOKEN_LIKE,
-} from "../src/untrusted-text.ts";
+} from "../../src/untrusted-text.ts";
 
 const EXCERPT_CHARS = 80;
 const STRING_CHARS = 40;

@@ -1,0 +1,169 @@
+// The API lifecycle, read from the OpenAPI document: a deprecated operation announces itself on
+// every answer (RFC 9745 Deprecation, RFC 8594 Sunset, RFC 8288 Link to its successor), every
+// authenticated call to it is logged and counted per consumer, and past its sunset or inside a
+// brownout window it answers 410. Operations marked experimental or beta say so in a header and
+// are counted; production may refuse experimental ones. Marking another operation in the document
+// is all it takes: nothing here names an operation.
+//
+// One policy (its options are policies.lifecycle) of two parts that judge different operations
+// and meet only where an operation is both deprecated and unstable: deprecation.ts and stability.ts.
+import type { JSONSchemaType } from "ajv";
+import { Counter } from "prom-client";
+import { definePolicy, type OpsReport } from "../../src/policy.ts";
+import { consumerCounters } from "./consumers.ts";
+import { brownoutWindows, DEPRECATION_HEADERS, deprecationPhases } from "./deprecation.ts";
+import { CallerTally, type DeprecationReport, mergeReports, renderReport } from "./deprecation-report.ts";
+import { errors } from "./errors.ts";
+import { deprecationFacts, readLifecycle } from "./facts.ts";
+import { STABILITY_HEADER, stabilityPhases } from "./stability.ts";
+
+export {
+  DEPRECATION_EXTENSION,
+  type Deprecation,
+  deprecationFacts,
+  type LifecycleFacts,
+  readLifecycle,
+  STABILITY_EXTENSION,
+  type Stability,
+} from "./facts.ts";
+export { STABILITY_HEADER } from "./stability.ts";
+
+export interface LifecycleOptions {
+  /** A page explaining the deprecation: sent as Link rel="deprecation" on deprecated operations. */
+  readonly documentationUrl: string | undefined;
+  /** Past the sunset: answer 410 (refuse) or keep serving with the headers (serve). */
+  readonly afterSunset: "refuse" | "serve";
+  /** Windows before the sunset in which the operation already answers 410. */
+  readonly brownouts: readonly { readonly operation: string; readonly start: string; readonly end: string }[];
+  /** In the production environment, operations marked experimental answer 403 (refuse) or are served. */
+  readonly experimentalInProduction: "refuse" | "serve";
+  /** Bound on the (operation, consumer) rows of the /deprecations report kept in memory. */
+  readonly maxTrackedCallers: number;
+  /** Distinct consumer label values per process; later consumers are counted as "_other". */
+  readonly maxConsumerLabels: number;
+}
+
+const optionsSchema: JSONSchemaType<LifecycleOptions> = {
+  type: "object",
+  additionalProperties: false,
+  required: [],
+  properties: {
+    // No spaces or angle brackets: the URL goes between < > in a Link header.
+    documentationUrl: { type: "string", nullable: true, pattern: "^https?://[^\\s<>]+$" },
+    afterSunset: { type: "string", enum: ["refuse", "serve"], default: "refuse" },
+    brownouts: {
+      type: "array",
+      default: [],
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["operation", "start", "end"],
+        properties: {
+          operation: { type: "string", minLength: 1 },
+          start: { type: "string", format: "date-time" },
+          end: { type: "string", format: "date-time" },
+        },
+      },
+    },
+    experimentalInProduction: { type: "string", enum: ["refuse", "serve"], default: "refuse" },
+    maxTrackedCallers: { type: "integer", minimum: 1, maximum: 1_000_000, default: 10_000 },
+    maxConsumerLabels: { type: "integer", minimum: 0, maximum: 100_000, default: 1000 },
+  },
+};
+
+interface LifecycleMetrics {
+  readonly deprecatedCalls: Counter<"operation" | "consumer">;
+  readonly unstableCalls: Counter<"operation" | "stability" | "consumer">;
+}
+
+export default definePolicy<LifecycleOptions, LifecycleMetrics>({
+  name: "lifecycle",
+  errors,
+  optionsSchema,
+  metrics: (registry) => ({
+    deprecatedCalls: new Counter({
+      name: "gateway_deprecated_calls_total",
+      help: "Authenticated calls to deprecated operations, by operation and consumer",
+      labelNames: ["operation", "consumer"] as const,
+      registers: [registry],
+    }),
+    unstableCalls: new Counter({
+      name: "gateway_unstable_operation_calls_total",
+      help: "Authenticated calls to operations marked experimental or beta, by operation, stability and consumer",
+      labelNames: ["operation", "stability", "consumer"] as const,
+      registers: [registry],
+    }),
+  }),
+  create(options, { api, logger, environment, now }, metrics) {
+    const { deprecations, stability } = readLifecycle(api);
+    const { basePath } = api;
+    const windows = brownoutWindows(options, deprecations);
+    const tally = new CallerTally(options.maxTrackedCallers);
+    const facts = [...deprecations.values()].map((deprecation) => deprecationFacts(deprecation, basePath));
+    // One cap of distinct consumers over both counters.
+    const countBy = consumerCounters(options.maxConsumerLabels);
+    const deprecationSetting = {
+      options,
+      basePath,
+      windows,
+      tally,
+      calls: metrics.deprecatedCalls,
+      countBy,
+      logger,
+      now,
+    };
+    const stabilitySetting = {
+      basePath,
+      refuseExperimental: environment === "production" && options.experimentalInProduction === "refuse",
+      calls: metrics.unstableCalls,
+      countBy,
+    };
+
+    const started = now();
+    for (const deprecation of deprecations.values()) {
+      const { sunset } = deprecation;
+      logger.info(
+        {
+          operation: deprecation.operation.id,
+          since: new Date(deprecation.since).toISOString(),
+          sunset: sunset === undefined ? undefined : new Date(sunset).toISOString(),
+          afterSunset: options.afterSunset,
+          brownouts: windows.get(deprecation.operation.id)?.length ?? 0,
+        },
+        sunset !== undefined && started >= sunset
+          ? "deprecated operation past its sunset"
+          : "deprecated operation",
+      );
+    }
+
+    const report: OpsReport<DeprecationReport> = {
+      collect: () => tally.report(facts, now()),
+      merge: mergeReports,
+      render: renderReport,
+    };
+
+    return {
+      responseHeaders: [
+        ...(deprecations.size > 0 ? DEPRECATION_HEADERS : []),
+        ...(stability.size > 0 ? [STABILITY_HEADER] : []),
+      ],
+      forOperation(operation) {
+        const found = deprecations.get(operation.id);
+        const marker = stability.get(operation.id);
+        const deprecation = found && deprecationPhases(found, deprecationSetting);
+        const unstable = marker && stabilityPhases(operation, marker, stabilitySetting);
+        if (!deprecation || !unstable) return deprecation ?? unstable;
+        // Deprecated and unstable: the deprecation judges first (a removed operation answers 410
+        // whatever its marker), and the answer carries both parts' headers.
+        return {
+          onRequest: (exchange) => deprecation.onRequest(exchange) ?? unstable.onRequest(exchange),
+          onReply(exchange, status, headers) {
+            deprecation.onReply(exchange, status, headers);
+            unstable.onReply(exchange, status, headers);
+          },
+        };
+      },
+      opsReports: { "/deprecations": report as OpsReport },
+    };
+  },
+});

@@ -1,0 +1,62 @@
+// The limit policy's request phase, called in memory with a fake exchange: no server, no socket.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import pino from "pino";
+import limit from "../../../policies/limit/index.ts";
+import { DEFAULT_OPENAPI_FILE } from "../../../src/config.ts";
+import { createMetrics } from "../../../src/metrics.ts";
+import { loadApiDescription, type Operation } from "../../../src/openapi.ts";
+import type { Exchange } from "../../../src/policy.ts";
+
+const api = loadApiDescription(DEFAULT_OPENAPI_FILE);
+const listPets = api.operation("listPets") as Operation;
+
+function onRequest() {
+  const { registry } = createMetrics({ defaultMetrics: false });
+  const instance = limit.create(
+    { parameters: ["listPets.limit"] },
+    {
+      api,
+      logger: pino({ level: "silent" }),
+      environment: "production",
+      now: Date.now,
+      responseHeaders: () => [],
+    },
+    limit.metrics?.(registry),
+  );
+  const phase = instance.forOperation(listPets)?.onRequest;
+  assert.ok(phase);
+  return { phase, registry };
+}
+
+function exchange(query: Record<string, string>): Exchange {
+  return {
+    query: new Map(Object.entries(query)),
+    queryChanged: false,
+    responseHeaders: {},
+    notes: {},
+  } as Partial<Exchange> as Exchange;
+}
+
+test("a limit above the maximum is clamped, told in a header and counted on the policy's own counter", async () => {
+  const { phase, registry } = onRequest();
+  const call = exchange({ limit: "5000" });
+  assert.equal(phase(call), undefined);
+  assert.equal(call.query.get("limit"), "100");
+  assert.equal(call.queryChanged, true);
+  assert.equal(call.responseHeaders["x-limit-applied"], "100");
+  const text = await registry.metrics();
+  assert.match(
+    text,
+    /gateway_limit_adjustments_total\{operation="listPets",parameter="limit",adjustment="clamped_to_maximum"\} 1/,
+  );
+});
+
+test("a limit that is no integer is refused with the catalogue's INVALID_PARAMETER, reason validation", () => {
+  const { phase } = onRequest();
+  const reply = phase(exchange({ limit: "ten" }));
+  assert.equal(reply?.code, "INVALID_PARAMETER");
+  assert.equal(reply?.status, 400);
+  assert.equal(reply?.reason, "validation");
+  assert.equal(reply?.message, "limit must be an integer");
+});
