@@ -11,7 +11,7 @@ import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics, UNMATCHED } from "./metrics.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
 import { createOpsHandler, localOpsSource } from "./ops.ts";
-import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline.ts";
+import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
 import type { AnyPolicyDefinition, OpsReport, PolicyContext, PolicyInstance } from "./policy.ts";
 
 export interface GatewayOptions {

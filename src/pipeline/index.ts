@@ -5,24 +5,24 @@ import { randomUUID } from "node:crypto";
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import type { Logger } from "pino";
-import { canonicalTarget, parseQuery } from "./canonical-request.ts";
-import type { GatewayConfig } from "./config.ts";
-import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
-import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "./framing.ts";
-import { guardArrival, guardCredentialCheck, guardOperation, type NamedPolicy } from "./isolation.ts";
-import { flatLineLogger } from "./logger.ts";
-import { type Metrics, UNMATCHED } from "./metrics.ts";
-import type { ApiDescription, Operation } from "./openapi.ts";
-import type { Exchange, LocalReply, OperationPolicy, UpstreamAnswer } from "./policy.ts";
-import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "./proxy.ts";
-import { createRouter } from "./router.ts";
-import { type TrustedProxies, trustedProxies, unmappedAddress } from "./trusted-proxies.ts";
+import { canonicalTarget, parseQuery } from "../canonical-request.ts";
+import type { GatewayConfig } from "../config.ts";
+import { errorBody, type GatewayError, gatewayError } from "../errors.ts";
+import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "../framing.ts";
+import { guardArrival, guardCredentialCheck, guardOperation, type NamedPolicy } from "../isolation.ts";
+import { flatLineLogger } from "../logger.ts";
+import { type Metrics, UNMATCHED } from "../metrics.ts";
+import type { ApiDescription, Operation } from "../openapi.ts";
+import type { Exchange, LocalReply, OperationPolicy, UpstreamAnswer } from "../policy.ts";
+import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "../proxy.ts";
+import { createRouter } from "../router.ts";
+import { type TrustedProxies, trustedProxies, unmappedAddress } from "../trusted-proxies.ts";
 import {
   AUTHORIZATION_SEPARATORS,
   JSON_FAMILY_MEDIA_TYPE,
   loggedPath,
   REQUEST_ID,
-} from "./untrusted-text.ts";
+} from "../untrusted-text.ts";
 
 interface Chain {
   readonly request: readonly NonNullable<OperationPolicy["onRequest"]>[];
