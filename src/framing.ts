@@ -2,6 +2,7 @@
 // framing error, an oversized body, HTTP/1.0, draining), whatever else the client pipelined on
 // that connection is neither judged nor forwarded, and no second answer is written after it.
 import type { Socket } from "node:net";
+import { resumeReadingSocket, stopReadingSocket } from "./node-internals.ts";
 
 const CLOSING = Symbol("closing");
 type Marked = Socket & { [CLOSING]?: true };
@@ -61,23 +62,13 @@ export function requestEnded(socket: Socket): void {
   if (socket.destroyed) counted[WAITING]?.splice(0);
   else if (counted[STOPPED] === true && inFlight < PIPELINE_DEPTH) {
     counted[STOPPED] = false;
-    handleOf(counted)?.readStart();
+    resumeReadingSocket(counted);
   }
 }
 
 function stopReading(counted: Counted): void {
   if (counted[STOPPED] === true) return;
   counted[STOPPED] = true;
-  // Node's HTTP server reads the socket in C++ (the parser consumes the handle), where
-  // socket.pause() does not reach: reading stops at the handle. Its reading flag is left as it
-  // is, so that Node does not start it again.
-  handleOf(counted)?.readStop();
-}
-
-/** The libuv stream under a socket: not a public API, but how Node's own net and http read. */
-function handleOf(socket: Socket): { readStop(): number; readStart(): number } | undefined {
-  const handle = (socket as unknown as { _handle?: { readStop?(): number; readStart?(): number } })._handle;
-  return typeof handle?.readStop === "function" && typeof handle.readStart === "function"
-    ? (handle as { readStop(): number; readStart(): number })
-    : undefined;
+  // Node's HTTP server reads the socket in C++, where socket.pause() does not reach.
+  stopReadingSocket(counted);
 }

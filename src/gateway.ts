@@ -9,6 +9,7 @@ import { isClosing, markClosing } from "./framing.ts";
 import type { NamedPolicy } from "./isolation.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics, UNMATCHED } from "./metrics.ts";
+import { pendingResponse } from "./node-internals.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
 import { createOpsHandler, localOpsSource } from "./ops.ts";
 import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
@@ -216,7 +217,7 @@ function answerClientError(
   }
   const reply = gatewayError(code);
   const timeout = code === "REQUEST_TIMEOUT";
-  const pending = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+  const pending = pendingResponse(socket);
   // The request being answered is still arriving (a broken chunk, a body too slow): it is the one
   // refused, through the pipeline, which logs and counts it like any other refusal.
   if (pending && !isClosing(socket) && (timeout || pending.req?.complete === false)) {
@@ -245,7 +246,7 @@ function answerOpsClientError(error: NodeJS.ErrnoException & { rawPacket?: Buffe
     parserError === "HPE_INVALID_METHOD" && startsWithMethodToken(error.rawPacket)
       ? "NOT_IMPLEMENTED"
       : (CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined));
-  const pending = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+  const pending = pendingResponse(socket);
   // The client leaving, or an answer still to come that nothing may be written before.
   if (code === undefined || parserError === "HPE_INVALID_EOF_STATE" || pending || !socket.writable) {
     socket.destroy();
