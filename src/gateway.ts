@@ -5,13 +5,13 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ConfigError, type GatewayConfig } from "./config.ts";
 import { type ErrorCode, errorBody, type GatewayError, gatewayError } from "./errors.ts";
-import { isClosing, markClosing } from "./framing.ts";
 import type { NamedPolicy } from "./isolation.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics, UNMATCHED } from "./metrics.ts";
 import { pendingResponse } from "./node-internals.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
 import { createOpsHandler, localOpsSource } from "./ops.ts";
+import { isClosing, markClosing } from "./pipeline/connection-state.ts";
 import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
 import type { AnyPolicyDefinition, OpsReport, PolicyContext, PolicyInstance } from "./policy.ts";
 

@@ -8,7 +8,6 @@ import type { Logger } from "pino";
 import { canonicalTarget, parseQuery } from "../canonical-request.ts";
 import type { GatewayConfig } from "../config.ts";
 import { errorBody, type GatewayError, gatewayError } from "../errors.ts";
-import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "../framing.ts";
 import { guardArrival, guardCredentialCheck, guardOperation, type NamedPolicy } from "../isolation.ts";
 import { flatLineLogger } from "../logger.ts";
 import { type Metrics, UNMATCHED } from "../metrics.ts";
@@ -23,6 +22,7 @@ import {
   loggedPath,
   REQUEST_ID,
 } from "../untrusted-text.ts";
+import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "./connection-state.ts";
 
 interface Chain {
   readonly request: readonly NonNullable<OperationPolicy["onRequest"]>[];
