@@ -36,15 +36,6 @@ const EXCHANGE = Symbol("exchange");
 const EXPECTS_CONTINUE = Symbol("expects 100-continue");
 type MayExpectContinue = IncomingMessage & { [EXPECTS_CONTINUE]?: true };
 type Carrier = { [EXCHANGE]?: Exchange };
-/** A checked answer held until it is whole. */
-interface Held {
-  readonly exchange: Exchange;
-  readonly chain: Chain;
-  readonly chunks: Buffer[];
-  size: number;
-}
-const BUFFER = Symbol("held answer");
-type WithBuffer = IncomingMessage & { [BUFFER]?: Held };
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) never cross the gateway, in either direction.
 const HOP_BY_HOP = [
@@ -348,70 +339,62 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     response.pipe(exchange.res);
   }
 
-  // The answer's chunks are held on the response itself and its handlers are shared by every
-  // answer: no closures per request on the path every checked answer takes.
   function bufferResponse(exchange: Exchange, chain: Chain, response: IncomingMessage): void {
-    (response as WithBuffer)[BUFFER] = { exchange, chain, chunks: [], size: 0 };
-    response.on("data", onBufferedData);
-    response.on("end", onBufferedEnd);
-    response.on("error", onBufferedError);
-  }
-
-  function onBufferedData(this: IncomingMessage, chunk: Buffer): void {
-    const held = (this as WithBuffer)[BUFFER] as Held;
-    held.size += chunk.length;
-    held.chunks.push(chunk);
-    if (held.size <= config.server.maxResponseBodyBytes) return;
-    const { exchange, chain } = held;
-    this.off("data", onBufferedData);
-    this.off("end", onBufferedEnd);
-    this.pause();
-    const error = runResponsePhases(exchange, chain, {
-      status: exchange.upstreamStatus,
-      headers: this.headers,
-      body: undefined,
-      oversized: true,
-      fault: undefined,
-    });
-    if (error) {
-      this.destroy();
-      return reject(exchange, error);
-    }
-    // Allowed through (e.g. report mode): what was read goes first, the rest streams.
-    writeUpstreamHead(exchange, chain, this, undefined);
-    for (const buffered of held.chunks) exchange.res.write(buffered);
-    streamRest(exchange, this);
-    this.resume();
-  }
-
-  function onBufferedEnd(this: IncomingMessage): void {
-    const { exchange, chain, chunks, size } = (this as WithBuffer)[BUFFER] as Held;
-    upstreamDone(exchange);
-    if (exchange.finished) return;
-    const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-    const decoded = decode(raw, this.headers["content-encoding"], config.server.maxResponseBodyBytes);
-    const answer: UpstreamAnswer = {
-      status: exchange.upstreamStatus,
-      headers: this.headers,
-      body: decoded.body,
-      oversized: decoded.oversized,
-      fault: decoded.fault,
+    const limit = config.server.maxResponseBodyBytes;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      chunks.push(chunk);
+      if (size <= limit) return;
+      response.off("data", onData);
+      response.off("end", onEnd);
+      response.pause();
+      const error = runResponsePhases(exchange, chain, {
+        status: exchange.upstreamStatus,
+        headers: response.headers,
+        body: undefined,
+        oversized: true,
+        fault: undefined,
+      });
+      if (error) {
+        response.destroy();
+        return reject(exchange, error);
+      }
+      // Allowed through (e.g. report mode): what was read goes first, the rest streams.
+      writeUpstreamHead(exchange, chain, response, undefined);
+      for (const buffered of chunks) exchange.res.write(buffered);
+      streamRest(exchange, response);
+      response.resume();
     };
-    const error = runResponsePhases(exchange, chain, answer);
-    if (error) return reject(exchange, error);
-    // Undecodable or over the cap once decoded, and let through: the client gets it as it came.
-    writeUpstreamHead(exchange, chain, this, decoded.body, raw);
-    exchange.res.end(decoded.body ?? raw);
-  }
-
-  function onBufferedError(this: IncomingMessage): void {
-    const { exchange } = (this as WithBuffer)[BUFFER] as Held;
-    if (exchange.finished) return;
-    upstreamDone(exchange);
-    reject(
-      exchange,
-      gatewayError("UPSTREAM_UNAVAILABLE", "The backend closed the connection in the middle of its answer"),
-    );
+    const onEnd = () => {
+      upstreamDone(exchange);
+      if (exchange.finished) return;
+      const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      const decoded = decode(raw, response.headers["content-encoding"], limit);
+      const answer: UpstreamAnswer = {
+        status: exchange.upstreamStatus,
+        headers: response.headers,
+        body: decoded.body,
+        oversized: decoded.oversized,
+        fault: decoded.fault,
+      };
+      const error = runResponsePhases(exchange, chain, answer);
+      if (error) return reject(exchange, error);
+      // Undecodable or over the cap once decoded, and let through: the client gets it as it came.
+      writeUpstreamHead(exchange, chain, response, decoded.body, raw);
+      exchange.res.end(decoded.body ?? raw);
+    };
+    response.on("data", onData);
+    response.on("end", onEnd);
+    response.on("error", () => {
+      if (exchange.finished) return;
+      upstreamDone(exchange);
+      reject(
+        exchange,
+        gatewayError("UPSTREAM_UNAVAILABLE", "The backend closed the connection in the middle of its answer"),
+      );
+    });
   }
 
   function runResponsePhases(
