@@ -5,7 +5,6 @@ import { randomUUID } from "node:crypto";
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import type { Logger } from "pino";
-import { canonicalTarget, parseQuery } from "../canonical-request.ts";
 import type { GatewayConfig } from "../config.ts";
 import { errorBody, type GatewayError, gatewayError } from "../errors.ts";
 import { guardArrival, guardCredentialCheck, guardOperation, type NamedPolicy } from "../isolation.ts";
@@ -22,6 +21,15 @@ import {
   loggedPath,
   REQUEST_ID,
 } from "../untrusted-text.ts";
+import {
+  canonicalTarget,
+  connectionListed,
+  dropHopByHop,
+  isHopByHop,
+  parseQuery,
+  scrubRequestHeaders,
+  serializeQuery,
+} from "./canonical-request.ts";
 import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "./connection-state.ts";
 
 interface Chain {
@@ -37,30 +45,6 @@ const EXPECTS_CONTINUE = Symbol("expects 100-continue");
 type MayExpectContinue = IncomingMessage & { [EXPECTS_CONTINUE]?: true };
 type Carrier = { [EXCHANGE]?: Exchange };
 
-// Hop-by-hop headers (RFC 9110 §7.6.1) never cross the gateway, in either direction.
-const HOP_BY_HOP = [
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-];
-const HOP_BY_HOP_SET = new Set(HOP_BY_HOP);
-// Headers that would let a client change what the backend believes about the request.
-const SPOOFABLE: readonly string[] = [
-  "forwarded",
-  "x-http-method-override",
-  "x-http-method",
-  "x-method-override",
-  "x-original-url",
-  "x-rewrite-url",
-  // The gateway has read the whole body already; an expectation is between the client and it.
-  "expect",
-];
 const FORWARDED_FOR = "x-forwarded-for";
 /** What the core adds to every answer that a client may want to read (the nosniff header is for browsers themselves). */
 export const CORE_RESPONSE_HEADERS: readonly string[] = ["x-request-id"];
@@ -203,11 +187,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const target = canonicalTarget(req);
     if (target.refusal !== undefined) return reject(exchange, target.refusal, target.closeConnection);
     const { path, rawQuery } = target;
-    // The client's hop-by-hop headers go before any policy runs, so that a Connection header can
-    // never remove what a policy sets for the backend (the consumer, its credential). The body's
-    // Transfer-Encoding stays until forwarding: it tells the policies a body is coming.
-    scrubHopByHop(req.headers, "transfer-encoding");
-    for (const name of SPOOFABLE) if (req.headers[name] !== undefined) delete req.headers[name];
+    scrubRequestHeaders(req.headers);
     for (const phase of arrival) {
       const reply = phase(exchange);
       if (reply) return "code" in reply ? reject(exchange, reply) : answerLocally(exchange, reply);
@@ -273,7 +253,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   function forward(exchange: Exchange, chain: Chain, body: Buffer | undefined): void {
     const headers = exchange.req.headers;
-    for (const name of HOP_BY_HOP) if (headers[name] !== undefined) delete headers[name];
+    dropHopByHop(headers);
     const peer = unmappedAddress(exchange.req.socket.remoteAddress ?? "");
     if (isTrustedProxy(peer)) {
       const prior = headers[FORWARDED_FOR];
@@ -591,15 +571,6 @@ function ignoreClientError(): void {
   // A client that goes away mid-request is not the gateway's fault; 'close' observes it.
 }
 
-function scrubHopByHop(headers: Record<string, unknown>, keep?: string): void {
-  for (const name of connectionListed(headers.connection)) {
-    if (name !== keep && headers[name] !== undefined) delete headers[name];
-  }
-  // Most of these are absent: looking first spares a delete, which is slow in itself and turns
-  // the object into a slower dictionary for every later header access.
-  for (const name of HOP_BY_HOP) if (name !== keep && headers[name] !== undefined) delete headers[name];
-}
-
 /**
  * The backend's headers minus the hop-by-hop ones, copied in one pass instead of copy-then-delete.
  * CORS is the gateway's to answer, on or off: a backend that reflects any origin with credentials
@@ -609,34 +580,13 @@ function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const listed = connectionListed(headers.connection);
   const copy: OutgoingHttpHeaders = {};
   for (const name in headers) {
-    if (HOP_BY_HOP_SET.has(name) || (listed.length > 0 && listed.includes(name))) continue;
+    if (isHopByHop(name) || (listed.length > 0 && listed.includes(name))) continue;
     if (name.startsWith(ACCESS_CONTROL)) continue;
     copy[name] = headers[name];
   }
   return copy;
 }
 const ACCESS_CONTROL = "access-control-";
-
-const NOTHING_LISTED: readonly string[] = [];
-/** Header names a Connection header lists, except what the gateway itself relies on. */
-function connectionListed(connection: unknown): readonly string[] {
-  if (typeof connection !== "string") return NOTHING_LISTED;
-  const names: string[] = [];
-  for (const name of connection.split(",")) {
-    const trimmed = name.trim().toLowerCase();
-    // Never let Connection remove what the gateway itself relies on.
-    if (trimmed !== "" && trimmed !== "content-length" && trimmed !== "host") names.push(trimmed);
-  }
-  return names;
-}
-
-function serializeQuery(query: Map<string, string>): string {
-  let out = "";
-  for (const [name, value] of query) {
-    out += `${out === "" ? "" : "&"}${encodeURIComponent(name)}=${encodeURIComponent(value)}`;
-  }
-  return out;
-}
 
 function decode(
   raw: Buffer,
