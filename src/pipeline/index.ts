@@ -7,7 +7,6 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config.ts";
 import { errorBody, type GatewayError, gatewayError } from "../errors.ts";
-import { guardArrival, guardCredentialCheck, guardOperation, type NamedPolicy } from "../isolation.ts";
 import { flatLineLogger } from "../logger.ts";
 import { type Metrics, UNMATCHED } from "../metrics.ts";
 import type { ApiDescription, Operation } from "../openapi.ts";
@@ -30,15 +29,8 @@ import {
   scrubRequestHeaders,
   serializeQuery,
 } from "./canonical-request.ts";
+import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
 import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "./connection-state.ts";
-
-interface Chain {
-  readonly request: readonly NonNullable<OperationPolicy["onRequest"]>[];
-  readonly requestBody: readonly NonNullable<OperationPolicy["onRequestBody"]>[];
-  readonly response: readonly NonNullable<OperationPolicy["onResponse"]>[];
-  readonly reply: readonly NonNullable<OperationPolicy["onReply"]>[];
-  readonly readsResponseBody: boolean;
-}
 
 const EXCHANGE = Symbol("exchange");
 const EXPECTS_CONTINUE = Symbol("expects 100-continue");
@@ -79,7 +71,7 @@ export interface Pipeline {
 export function createPipeline(options: PipelineOptions): Pipeline {
   const { config, api, metrics, logger } = options;
   const router = createRouter(api.basePath, api.operations);
-  // A policy that throws fails its request, not the process (isolation.ts): logged here.
+  // A policy that throws fails its request, not the process (chains.ts): logged here.
   const policyFailed = (policy: string, phase: string, exchange: Exchange | undefined, error: unknown) => {
     if (exchange) exchange.notes.policyFailed = `${policy} ${phase}`;
     logger.error(
@@ -93,29 +85,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       "policy failed",
     );
   };
-  const chains = new Map<Operation, Chain>();
-  for (const operation of api.operations) {
-    const phases = options.policies.flatMap(({ name, instance }) => {
-      const forOperation = instance.forOperation(operation);
-      return forOperation ? [guardOperation(name, forOperation, policyFailed)] : [];
-    });
-    chains.set(operation, {
-      request: phases.flatMap((p) => (p.request ? [p.request] : [])),
-      requestBody: phases.flatMap((p) => (p.requestBody ? [p.requestBody] : [])),
-      // Outbound phases run in reverse order, as layers unwinding.
-      response: phases.flatMap((p) => (p.response ? [p.response] : [])).reverse(),
-      reply: phases.flatMap((p) => (p.reply ? [p.reply] : [])).reverse(),
-      readsResponseBody: phases.some((p) => p.readsResponseBody),
-    });
-  }
-  const arrival = options.policies.flatMap((policy) => guardArrival(policy, policyFailed) ?? []);
-  const credentialCheckers = options.policies.flatMap(
-    (policy) => guardCredentialCheck(policy, policyFailed) ?? [],
-  );
-  const isCredential = (value: string) => {
-    for (const recognizes of credentialCheckers) if (recognizes(value)) return true;
-    return false;
-  };
+  const chains = buildChains(api.operations, options.policies, policyFailed);
+  const { arrival, isCredential } = buildArrival(options.policies, policyFailed);
   const isTrustedProxy = trustedProxies(config.server.trustedProxies);
   const basePathLength = api.basePath.length;
   const accessLog = flatLineLogger(logger);
