@@ -10,16 +10,11 @@ import { errorBody, type GatewayError, gatewayError } from "../errors.ts";
 import { flatLineLogger } from "../logger.ts";
 import { type Metrics, UNMATCHED } from "../metrics.ts";
 import type { ApiDescription, Operation } from "../openapi.ts";
-import type { Exchange, LocalReply, OperationPolicy, UpstreamAnswer } from "../policy.ts";
+import type { Exchange, LocalReply, UpstreamAnswer } from "../policy.ts";
 import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "../proxy.ts";
 import { createRouter } from "../router.ts";
 import { type TrustedProxies, trustedProxies, unmappedAddress } from "../trusted-proxies.ts";
-import {
-  AUTHORIZATION_SEPARATORS,
-  JSON_FAMILY_MEDIA_TYPE,
-  loggedPath,
-  REQUEST_ID,
-} from "../untrusted-text.ts";
+import { JSON_FAMILY_MEDIA_TYPE, loggedPath } from "../untrusted-text.ts";
 import {
   canonicalTarget,
   connectionListed,
@@ -31,6 +26,7 @@ import {
 } from "./canonical-request.ts";
 import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
 import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "./connection-state.ts";
+import { clientRequestId, isCredentialAsId } from "./request-id.ts";
 
 const EXCHANGE = Symbol("exchange");
 const EXPECTS_CONTINUE = Symbol("expects 100-continue");
@@ -119,12 +115,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       req.resume();
       return;
     }
-    const requestIdHeader = req.headers["x-request-id"];
-    const clientId =
-      typeof requestIdHeader === "string" && REQUEST_ID.test(requestIdHeader) ? requestIdHeader : undefined;
+    const clientId = clientRequestId(req.headers);
     const credentialAsId =
-      clientId !== undefined &&
-      (isOwnCredential(clientId, req.headers.authorization) || isCredential(clientId));
+      clientId !== undefined && isCredentialAsId(clientId, req.headers.authorization, isCredential);
     const exchange: Exchange = {
       req,
       res,
@@ -595,19 +588,6 @@ function clientAddressOf(req: IncomingMessage, isTrustedProxy: TrustedProxies): 
     if (hop !== "" && !isTrustedProxy(hop)) return hop;
   }
   return peer;
-}
-
-/**
- * A request id that repeats the request's own key (or a part of it that long) would log the key,
- * and so would one that holds it ("<key>-retry-2").
- */
-function isOwnCredential(requestId: string, authorization: string | undefined): boolean {
-  if (authorization === undefined) return false;
-  if (requestId.length >= 8 && authorization.includes(requestId)) return true;
-  for (const part of authorization.split(AUTHORIZATION_SEPARATORS)) {
-    if (part.length >= 8 && requestId.includes(part)) return true;
-  }
-  return false;
 }
 
 function round(ms: number): number {
