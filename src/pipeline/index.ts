@@ -15,6 +15,7 @@ import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from 
 import { createRouter } from "../router.ts";
 import { type TrustedProxies, trustedProxies, unmappedAddress } from "../trusted-proxies.ts";
 import { JSON_FAMILY_MEDIA_TYPE, loggedPath } from "../untrusted-text.ts";
+import { markExpectingContinue, readBody } from "./body.ts";
 import {
   canonicalTarget,
   connectionListed,
@@ -29,8 +30,6 @@ import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "./
 import { clientRequestId, isCredentialAsId } from "./request-id.ts";
 
 const EXCHANGE = Symbol("exchange");
-const EXPECTS_CONTINUE = Symbol("expects 100-continue");
-type MayExpectContinue = IncomingMessage & { [EXPECTS_CONTINUE]?: true };
 type Carrier = { [EXCHANGE]?: Exchange };
 
 const FORWARDED_FOR = "x-forwarded-for";
@@ -175,39 +174,15 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       ? `${path.slice(basePathLength)}?${serializeQuery(exchange.query)}`
       : exchange.url.slice(basePathLength);
     if (match.operation.requestBody === undefined) return forward(exchange, chain, undefined);
-    readBody(exchange, chain);
+    readBody(exchange, chain, config.server.maxRequestBodyBytes, bodyRead, refuseTooLarge);
   }
 
-  function readBody(exchange: Exchange, chain: Chain): void {
-    const { req } = exchange;
-    const limit = config.server.maxRequestBodyBytes;
-    const declared = req.headers["content-length"];
-    if (declared !== undefined && Number(declared) > limit) return refuseTooLarge(exchange);
-    // Only now: an unauthenticated or refused client is never invited to upload its body.
-    if ((req as MayExpectContinue)[EXPECTS_CONTINUE]) exchange.res.writeContinue();
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.off("data", onData);
-        req.off("end", onEnd);
-        // Counted on the wire, chunked bodies included; the connection closes after the answer.
-        return refuseTooLarge(exchange);
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      if (exchange.finished) return;
-      exchange.body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-      for (const phase of chain.requestBody) {
-        const error = phase(exchange);
-        if (error) return reject(exchange, error);
-      }
-      forward(exchange, chain, exchange.body);
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
+  function bodyRead(exchange: Exchange, chain: Chain): void {
+    for (const phase of chain.requestBody) {
+      const error = phase(exchange);
+      if (error) return reject(exchange, error);
+    }
+    forward(exchange, chain, exchange.body);
   }
 
   // Closes the connection: the rest of the body is never read.
@@ -505,7 +480,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   return {
     handle,
     handleExpectingContinue(req, res) {
-      (req as MayExpectContinue)[EXPECTS_CONTINUE] = true;
+      markExpectingContinue(req);
       handle(req, res);
     },
     refuse(res, error) {
