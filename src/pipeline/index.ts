@@ -13,13 +13,12 @@ import type { ApiDescription, Operation } from "../openapi.ts";
 import type { Exchange, LocalReply, UpstreamAnswer } from "../policy.ts";
 import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "../proxy.ts";
 import { createRouter } from "../router.ts";
-import { type TrustedProxies, trustedProxies, unmappedAddress } from "../trusted-proxies.ts";
+import { trustedProxies } from "../trusted-proxies.ts";
 import { JSON_FAMILY_MEDIA_TYPE, loggedPath } from "../untrusted-text.ts";
 import { markExpectingContinue, readBody } from "./body.ts";
 import {
   canonicalTarget,
   connectionListed,
-  dropHopByHop,
   isHopByHop,
   parseQuery,
   scrubRequestHeaders,
@@ -27,12 +26,12 @@ import {
 } from "./canonical-request.ts";
 import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
 import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "./connection-state.ts";
+import { clientAddressOf, forward } from "./forward.ts";
 import { clientRequestId, isCredentialAsId } from "./request-id.ts";
 
 const EXCHANGE = Symbol("exchange");
 type Carrier = { [EXCHANGE]?: Exchange };
 
-const FORWARDED_FOR = "x-forwarded-for";
 /** What the core adds to every answer that a client may want to read (the nosniff header is for browsers themselves). */
 export const CORE_RESPONSE_HEADERS: readonly string[] = ["x-request-id"];
 
@@ -173,7 +172,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     req.url = exchange.queryChanged
       ? `${path.slice(basePathLength)}?${serializeQuery(exchange.query)}`
       : exchange.url.slice(basePathLength);
-    if (match.operation.requestBody === undefined) return forward(exchange, chain, undefined);
+    if (match.operation.requestBody === undefined)
+      return forward(exchange, chain, undefined, upstream, isTrustedProxy);
     readBody(exchange, chain, config.server.maxRequestBodyBytes, bodyRead, refuseTooLarge);
   }
 
@@ -182,31 +182,12 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       const error = phase(exchange);
       if (error) return reject(exchange, error);
     }
-    forward(exchange, chain, exchange.body);
+    forward(exchange, chain, exchange.body, upstream, isTrustedProxy);
   }
 
   // Closes the connection: the rest of the body is never read.
   function refuseTooLarge(exchange: Exchange): void {
     reject(exchange, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage), true);
-  }
-
-  function forward(exchange: Exchange, chain: Chain, body: Buffer | undefined): void {
-    const headers = exchange.req.headers;
-    dropHopByHop(headers);
-    const peer = unmappedAddress(exchange.req.socket.remoteAddress ?? "");
-    if (isTrustedProxy(peer)) {
-      const prior = headers[FORWARDED_FOR];
-      headers[FORWARDED_FOR] = prior ? `${prior}, ${peer}` : peer;
-    } else {
-      headers[FORWARDED_FOR] = peer;
-      headers["x-forwarded-proto"] = "http";
-      headers["x-forwarded-host"] = headers.host ?? "";
-    }
-    headers["x-request-id"] = exchange.requestId;
-    // The gateway reads what it validates; compression is for the client side of the gateway.
-    if (chain.readsResponseBody) headers["accept-encoding"] = "identity";
-    if (body !== undefined) headers["content-length"] = String(body.length);
-    upstream.forward(exchange, body);
   }
 
   function onUpstreamResponse(exchange: Exchange, response: IncomingMessage): void {
@@ -549,20 +530,6 @@ function decode(
     if (code === "ERR_BUFFER_TOO_LARGE") return { body: undefined, oversized: true, fault: undefined };
     return { body: undefined, oversized: false, fault: `undecodable ${encoding} body` };
   }
-}
-
-// Only hops added by proxies the deployment trusts are believed; the first untrusted one from the
-// right is the client (anything left of it is what the client itself claimed).
-function clientAddressOf(req: IncomingMessage, isTrustedProxy: TrustedProxies): string {
-  const peer = unmappedAddress(req.socket.remoteAddress ?? "");
-  const forwarded = req.headers[FORWARDED_FOR];
-  if (!isTrustedProxy(peer) || typeof forwarded !== "string") return peer;
-  const hops = forwarded.split(",");
-  for (let index = hops.length - 1; index >= 0; index--) {
-    const hop = unmappedAddress((hops[index] as string).trim());
-    if (hop !== "" && !isTrustedProxy(hop)) return hop;
-  }
-  return peer;
 }
 
 function round(ms: number): number {
