@@ -6,15 +6,16 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config.ts";
-import { errorBody, type GatewayError, gatewayError } from "../errors.ts";
+import { type GatewayError, gatewayError } from "../errors.ts";
 import { flatLineLogger } from "../logger.ts";
 import { type Metrics, UNMATCHED } from "../metrics.ts";
 import type { ApiDescription, Operation } from "../openapi.ts";
-import type { Exchange, LocalReply, UpstreamAnswer } from "../policy.ts";
+import type { Exchange, UpstreamAnswer } from "../policy.ts";
 import { createUpstream, type Upstream, type UpstreamFault, upstreamDone } from "../proxy.ts";
 import { createRouter } from "../router.ts";
 import { trustedProxies } from "../trusted-proxies.ts";
 import { JSON_FAMILY_MEDIA_TYPE, loggedPath } from "../untrusted-text.ts";
+import { finishHeaders } from "./answer-headers.ts";
 import { markExpectingContinue, readBody } from "./body.ts";
 import {
   canonicalTarget,
@@ -25,15 +26,16 @@ import {
   serializeQuery,
 } from "./canonical-request.ts";
 import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
-import { admitRequest, isClosing, markClosing, requestEnded, waitTurn } from "./connection-state.ts";
+import { admitRequest, isClosing, requestEnded, waitTurn } from "./connection-state.ts";
+import { createLocalReplies } from "./local-replies.ts";
+
+export { CORE_RESPONSE_HEADERS } from "./answer-headers.ts";
+
 import { clientAddressOf, forward } from "./forward.ts";
 import { clientRequestId, isCredentialAsId } from "./request-id.ts";
 
 const EXCHANGE = Symbol("exchange");
 type Carrier = { [EXCHANGE]?: Exchange };
-
-/** What the core adds to every answer that a client may want to read (the nosniff header is for browsers themselves). */
-export const CORE_RESPONSE_HEADERS: readonly string[] = ["x-request-id"];
 
 export interface PipelineOptions {
   readonly config: GatewayConfig;
@@ -93,6 +95,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     onFault: onUpstreamFault,
     onConnected: (ok) => metrics.upstreamUp.set(ok ? 1 : 0),
   });
+  const { reject, answerLocally } = createLocalReplies(chains, upstream.abandon, () => draining);
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
     // A connection holds at most PIPELINE_DEPTH requests in flight; the rest wait their turn.
@@ -321,38 +324,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       if (headers["content-encoding"] !== undefined) delete headers["content-encoding"];
       headers["content-length"] = decoded.length;
     } else if (raw !== undefined) headers["content-length"] = raw.length;
-    finishHeaders(exchange, chain, exchange.upstreamStatus, headers);
+    finishHeaders(exchange, chain, exchange.upstreamStatus, headers, draining);
     exchange.res.writeHead(exchange.upstreamStatus, headers);
-  }
-
-  function finishHeaders(
-    exchange: Exchange,
-    chain: Chain | undefined,
-    status: number,
-    headers: OutgoingHttpHeaders,
-  ) {
-    for (const name in exchange.responseHeaders) {
-      const value = exchange.responseHeaders[name];
-      // Vary is a list: what the gateway varies on adds to what the backend varies on.
-      headers[name] =
-        name === "vary" && headers.vary !== undefined ? `${String(headers.vary)}, ${value}` : value;
-    }
-    headers["x-request-id"] = exchange.requestId;
-    headers["x-content-type-options"] = "nosniff";
-    if (chain) for (const phase of chain.reply) phase(exchange, status, headers);
-    if (draining) headers.connection = "close";
-    // Whatever this connection carries after this answer is not for the gateway to judge.
-    if (headers.connection === "close" || !exchange.res.shouldKeepAlive) markClosing(exchange.req.socket);
-  }
-
-  /** A policy's own answer that is not an error (e.g. a CORS preflight): headers, no body. */
-  function answerLocally(exchange: Exchange, reply: LocalReply): void {
-    if (exchange.finished || exchange.res.headersSent) return;
-    exchange.notes.localReply = reply.reason;
-    const headers: OutgoingHttpHeaders = { ...reply.headers, "content-length": 0 };
-    finishHeaders(exchange, undefined, reply.status, headers);
-    exchange.res.writeHead(reply.status, headers);
-    exchange.res.end();
   }
 
   function onUpstreamFault(exchange: Exchange, fault: UpstreamFault, detail: string): void {
@@ -371,40 +344,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
           )
         : gatewayError("UPSTREAM_UNAVAILABLE"),
     );
-  }
-
-  function reject(exchange: Exchange, error: GatewayError, closeConnection = false): void {
-    if (exchange.finished || exchange.res.headersSent) return;
-    // A body refused before it was read (no key, wrong media type, no body allowed) is not
-    // drained: Node would read it to its end on a kept-alive connection, for anyone, unauthenticated.
-    const { headers: requestHeaders } = exchange.req;
-    if (
-      exchange.body === undefined &&
-      (requestHeaders["transfer-encoding"] !== undefined || (requestHeaders["content-length"] ?? "0") !== "0")
-    ) {
-      closeConnection = true;
-    }
-    exchange.rejection = error;
-    upstream.abandon(exchange);
-    const body = errorBody(error);
-    const headers: OutgoingHttpHeaders = {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(body),
-      "cache-control": "no-store",
-    };
-    if (error.headers) for (const name in error.headers) headers[name] = error.headers[name];
-    // finishHeaders marks the connection closing, as for any answer that says so.
-    if (closeConnection) headers.connection = "close";
-    finishHeaders(
-      exchange,
-      exchange.operation === undefined ? undefined : chains.get(exchange.operation),
-      error.status,
-      headers,
-    );
-    const { res } = exchange;
-    res.writeHead(error.status, headers);
-    res.end(exchange.req.method === "HEAD" ? undefined : body);
-    if (closeConnection) res.once("finish", () => exchange.req.socket.destroySoon());
   }
 
   function onResponseClose(this: ServerResponse): void {
