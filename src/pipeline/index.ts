@@ -27,15 +27,13 @@ import {
 } from "./canonical-request.ts";
 import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
 import { admitRequest, isClosing, requestEnded, waitTurn } from "./connection-state.ts";
+import { carryExchange, exchangeOf, newExchange } from "./exchange.ts";
 import { createLocalReplies } from "./local-replies.ts";
 
 export { CORE_RESPONSE_HEADERS } from "./answer-headers.ts";
 
 import { clientAddressOf, forward } from "./forward.ts";
 import { clientRequestId, isCredentialAsId } from "./request-id.ts";
-
-const EXCHANGE = Symbol("exchange");
-type Carrier = { [EXCHANGE]?: Exchange };
 
 export interface PipelineOptions {
   readonly config: GatewayConfig;
@@ -89,7 +87,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const tooLargeMessage = `the request body is over ${config.server.maxRequestBodyBytes} bytes`;
   let draining = false;
 
-  const exchangeOf = (carrier: unknown) => (carrier as Carrier)[EXCHANGE];
   const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, exchangeOf, {
     onResponse: onUpstreamResponse,
     onFault: onUpstreamFault,
@@ -119,30 +116,12 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const clientId = clientRequestId(req.headers);
     const credentialAsId =
       clientId !== undefined && isCredentialAsId(clientId, req.headers.authorization, isCredential);
-    const exchange: Exchange = {
+    const exchange = newExchange(
       req,
       res,
-      url: req.url ?? "",
-      requestId: clientId !== undefined && !credentialAsId ? clientId : randomUUID(),
-      startedAt: performance.now(),
-      clientAddress: clientAddressOf(req, isTrustedProxy),
-      operation: undefined,
-      pathParams: {},
-      query: new Map(),
-      queryChanged: false,
-      consumer: undefined,
-      body: undefined,
-      bodyJson: undefined,
-      responseHeaders: {},
-      notes: {},
-      rejection: undefined,
-      upstreamStartedAt: 0,
-      upstreamEndedAt: 0,
-      upstreamStatus: 0,
-      finished: false,
-    };
-    (req as Carrier)[EXCHANGE] = exchange;
-    (res as Carrier)[EXCHANGE] = exchange;
+      clientId !== undefined && !credentialAsId ? clientId : randomUUID(),
+      clientAddressOf(req, isTrustedProxy),
+    );
     // Replacing a known key tells the client it is one: the operator sees that somebody tried.
     if (credentialAsId) exchange.notes.requestIdReplaced = "credential";
     res.once("close", onResponseClose);
@@ -195,7 +174,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   function onUpstreamResponse(exchange: Exchange, response: IncomingMessage): void {
     exchange.upstreamStatus = response.statusCode ?? 502;
-    (response as Carrier)[EXCHANGE] = exchange;
+    carryExchange(response, exchange);
     const chain = chains.get(exchange.operation as Operation) as Chain;
     const status = exchange.upstreamStatus;
     if (status < 200 || status > 599) {
@@ -419,7 +398,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 }
 
 function onStreamedResponseError(this: IncomingMessage): void {
-  const exchange = (this as Carrier)[EXCHANGE];
+  const exchange = exchangeOf(this);
   if (!exchange) return;
   // The answer is already on its way: cut the connection so the client sees it incomplete.
   exchange.notes.upstreamFault ??= "reset mid-body";
