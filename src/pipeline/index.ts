@@ -6,21 +6,20 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config.ts";
 import { type GatewayError, gatewayError } from "../errors.ts";
-import { flatLineLogger } from "../logger.ts";
-import { type Metrics, UNMATCHED } from "../metrics.ts";
+import type { Metrics } from "../metrics.ts";
 import type { ApiDescription } from "../openapi.ts";
 import type { Exchange } from "../policy.ts";
 import { createUpstream, type Upstream } from "../proxy.ts";
 import { createRouter } from "../router.ts";
 import { trustedProxies } from "../trusted-proxies.ts";
-import { loggedPath } from "../untrusted-text.ts";
 import { markExpectingContinue, readBody } from "./body.ts";
 import { canonicalTarget, parseQuery, scrubRequestHeaders, serializeQuery } from "./canonical-request.ts";
 import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
-import { admitRequest, isClosing, requestEnded, waitTurn } from "./connection-state.ts";
+import { admitRequest, isClosing, waitTurn } from "./connection-state.ts";
 import { exchangeOf, newExchange } from "./exchange.ts";
 import { clientAddressOf, forward } from "./forward.ts";
 import { createLocalReplies } from "./local-replies.ts";
+import { createObserve } from "./observe.ts";
 import { clientRequestId, isCredentialAsId } from "./request-id.ts";
 import { createUpstreamAnswers } from "./upstream-answer.ts";
 
@@ -74,7 +73,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const { arrival, isCredential } = buildArrival(options.policies, policyFailed);
   const isTrustedProxy = trustedProxies(config.server.trustedProxies);
   const basePathLength = api.basePath.length;
-  const accessLog = flatLineLogger(logger);
   const tooLargeMessage = `the request body is over ${config.server.maxRequestBodyBytes} bytes`;
   let draining = false;
 
@@ -91,6 +89,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     timeoutMs: config.upstream.timeoutMs,
     isDraining,
   });
+  const onResponseClose = createObserve(metrics, logger, (exchange) => upstream.abandon(exchange));
   const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, exchangeOf, {
     onResponse: answers.onResponse,
     onFault: answers.onFault,
@@ -175,57 +174,6 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     reject(exchange, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage), true);
   }
 
-  function onResponseClose(this: ServerResponse): void {
-    const exchange = exchangeOf(this);
-    if (!exchange) return;
-    requestEnded(exchange.req.socket);
-    if (exchange.finished) return;
-    exchange.finished = true;
-    if (exchange.upstreamStartedAt !== 0 && exchange.upstreamEndedAt === 0) upstream.abandon(exchange);
-    let status = this.statusCode;
-    if (!this.writableFinished) {
-      exchange.notes.aborted = true;
-      // Cut mid-answer: by the backend (a fault, counted as 502) or by the client (499).
-      status = this.headersSent && exchange.notes.upstreamFault !== undefined ? 502 : 499;
-    }
-    observe(exchange, status);
-  }
-
-  // The one observe step every request ends in: metrics and the access log line.
-  function observe(exchange: Exchange, status: number): void {
-    const operation = exchange.operation?.id ?? UNMATCHED;
-    const method = exchange.req.method ?? "";
-    const end = performance.now();
-    const seconds = (end - exchange.startedAt) / 1000;
-    metrics.observeRequest(operation, method, status, seconds);
-    const { rejection } = exchange;
-    if (rejection) metrics.observeRejection(operation, rejection.reason, rejection.code);
-    let upstreamMs: number | undefined;
-    if (exchange.upstreamStartedAt !== 0 && exchange.upstreamStatus !== 0) {
-      upstreamMs = exchange.upstreamEndedAt - exchange.upstreamStartedAt;
-      metrics.observeUpstream(operation, method, exchange.upstreamStatus, upstreamMs / 1000);
-      metrics.observeOverhead(operation, seconds - upstreamMs / 1000);
-    }
-    // Flat on purpose (see flatLineLogger): a field holding an object would escape redaction.
-    accessLog.info(
-      {
-        reqId: exchange.requestId,
-        operation,
-        method,
-        path: loggedPath(exchange.url),
-        status,
-        durationMs: round(end - exchange.startedAt),
-        upstreamMs: upstreamMs === undefined ? undefined : round(upstreamMs),
-        upstreamStatus: exchange.upstreamStatus || undefined,
-        consumer: exchange.consumer,
-        code: rejection?.code,
-        reason: rejection?.reason,
-        ...exchange.notes,
-      },
-      "request",
-    );
-  }
-
   return {
     handle,
     handleExpectingContinue(req, res) {
@@ -249,8 +197,4 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
 function ignoreClientError(): void {
   // A client that goes away mid-request is not the gateway's fault; 'close' observes it.
-}
-
-function round(ms: number): number {
-  return Math.round(ms * 1000) / 1000;
 }
