@@ -2,13 +2,18 @@
 // exchange whose response records what was written.
 import assert from "node:assert/strict";
 import type { OutgoingHttpHeaders } from "node:http";
+import type { Socket } from "node:net";
 import { test } from "node:test";
 import { gatewayError } from "../../../src/errors.ts";
 import type { Operation } from "../../../src/openapi.ts";
 import { finishHeaders } from "../../../src/pipeline/answer-headers.ts";
 import type { Chain } from "../../../src/pipeline/chains.ts";
 import { isClosing } from "../../../src/pipeline/connection-state.ts";
-import { createLocalReplies } from "../../../src/pipeline/local-replies.ts";
+import {
+  createLocalReplies,
+  startsWithMethodToken,
+  writeRawAnswer,
+} from "../../../src/pipeline/local-replies.ts";
 import type { Exchange } from "../../../src/policy.ts";
 
 const getPet = { id: "getPet" } as unknown as Operation;
@@ -163,4 +168,42 @@ test("every answer carries what policies set, Vary added to, and Connection: clo
   finishHeaders(exchange, undefined, 200, headers, true);
   assert.equal(headers.connection, "close");
   assert.equal(isClosing(socket as never), true);
+});
+
+test("a refused request line is read as an unknown method only when it starts with a token and a space", () => {
+  for (const line of ["BREW /pot HTTP/1.1", "X-CUSTOM! / HTTP/1.1", `${"M".repeat(32)} /`]) {
+    assert.equal(startsWithMethodToken(Buffer.from(line)), true, line);
+  }
+  for (const line of [" GET /", "GE\tT /", "G\u0000T /", `${"M".repeat(33)} /`, "NOSPACE", ""]) {
+    assert.equal(startsWithMethodToken(Buffer.from(line)), false, JSON.stringify(line));
+  }
+  assert.equal(startsWithMethodToken(undefined), false);
+});
+
+test("a raw answer is the Error object with the same headers as any refusal, and closes the connection", () => {
+  let wire = "";
+  let destroying = false;
+  const socket = {
+    end(text: string) {
+      wire = text;
+    },
+    destroySoon() {
+      destroying = true;
+    },
+  } as unknown as Socket;
+  writeRawAnswer(socket, gatewayError("HEADERS_TOO_LARGE"), "id-9");
+  const [head = "", body = ""] = wire.split("\r\n\r\n");
+  const lines = head.split("\r\n");
+  assert.equal(lines[0], "HTTP/1.1 431 Request Header Fields Too Large");
+  assert.deepEqual(lines.slice(1), [
+    "Content-Type: application/json",
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    "Cache-Control: no-store",
+    "X-Content-Type-Options: nosniff",
+    "X-Request-Id: id-9",
+    "Connection: close",
+  ]);
+  assert.equal(JSON.parse(body).code, "HEADERS_TOO_LARGE");
+  assert.equal(isClosing(socket), true);
+  assert.equal(destroying, true);
 });
