@@ -1,6 +1,8 @@
-// One request's way through the gateway: canonical request -> route -> inbound policies in their
-// fixed order -> body -> proxy -> outbound policies in reverse order -> one observe step.
-// The core calls policies only through their phases; it knows none of them by name.
+// The spine of one request's way through the gateway (judge): canonical request -> arrival
+// phases -> query -> route -> request phases -> rewrite -> body -> forward; the backend's answer
+// then goes through its response phases in reverse order, and every request ends in one observe
+// step. Each step lives in a file of its own in this folder; here is only their order. The core
+// calls policies only through their phases; it knows none of them by name.
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
@@ -77,11 +79,10 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   let draining = false;
 
   const isDraining = () => draining;
-  const { reject, answerLocally } = createLocalReplies(
-    chains,
-    (exchange) => upstream.abandon(exchange),
-    isDraining,
-  );
+  // The upstream is made last, since its handlers are the upstream answer's, which refuse through
+  // the local replies: those reach it only once a request runs.
+  const abandonUpstream = (exchange: Exchange) => upstream.abandon(exchange);
+  const { reject, answerLocally } = createLocalReplies(chains, abandonUpstream, isDraining);
   const answers = createUpstreamAnswers({
     chains,
     reject,
@@ -89,7 +90,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     timeoutMs: config.upstream.timeoutMs,
     isDraining,
   });
-  const onResponseClose = createObserve(metrics, logger, (exchange) => upstream.abandon(exchange));
+  const onResponseClose = createObserve(metrics, logger, abandonUpstream);
   const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, exchangeOf, {
     onResponse: answers.onResponse,
     onFault: answers.onFault,
