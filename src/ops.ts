@@ -5,9 +5,9 @@
 // endpoint that fails answers 500 and is logged; it never ends the process.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { canonicalTarget, parseQuery } from "./canonical-request.ts";
 import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
+import { canonicalTarget, parseQuery } from "./pipeline/canonical-request.ts";
 import type { OpsReport } from "./policy.ts";
 
 const NO_SUCH_ENDPOINT = gatewayError("NOT_FOUND", "No such ops endpoint");

@@ -1,10 +1,11 @@
 // Is this request well-formed HTTP that the gateway will judge? The one reading of a request's
 // head and target that every port of the process uses, the ops port included: what it refuses
 // is refused alike everywhere, and no client text ever reaches a parser that throws (new URL()).
+// Also what of a request's headers never crosses the gateway, and the query written back.
 import type { IncomingHttpHeaders } from "node:http";
 import { isIPv4, isIPv6 } from "node:net";
-import { type GatewayError, gatewayError } from "./errors.ts";
-import { NON_CANONICAL_PATH, quotedClientText } from "./untrusted-text.ts";
+import { type GatewayError, gatewayError } from "../errors.ts";
+import { NON_CANONICAL_PATH, quotedClientText } from "../untrusted-text.ts";
 
 /** What the reading needs of a request: its head, as Node's parser gave it. */
 export interface RequestHead {
@@ -110,6 +111,80 @@ function fillQuery(raw: string, into: Map<string, string>): string | undefined {
 function decodeQueryComponent(text: string): string {
   const spaced = text.includes("+") ? text.replaceAll("+", " ") : text;
   return spaced.includes("%") ? decodeURIComponent(spaced) : spaced;
+}
+
+/** The query as the backend gets it once a policy changed it: every name and value percent-encoded. */
+export function serializeQuery(query: ReadonlyMap<string, string>): string {
+  let out = "";
+  for (const [name, value] of query) {
+    out += `${out === "" ? "" : "&"}${encodeURIComponent(name)}=${encodeURIComponent(value)}`;
+  }
+  return out;
+}
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) never cross the gateway, in either direction.
+const HOP_BY_HOP: readonly string[] = [
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+];
+const HOP_BY_HOP_SET: ReadonlySet<string> = new Set(HOP_BY_HOP);
+// Headers that would let a client change what the backend believes about the request.
+const SPOOFABLE: readonly string[] = [
+  "forwarded",
+  "x-http-method-override",
+  "x-http-method",
+  "x-method-override",
+  "x-original-url",
+  "x-rewrite-url",
+  // The gateway has read the whole body already; an expectation is between the client and it.
+  "expect",
+];
+
+export function isHopByHop(name: string): boolean {
+  return HOP_BY_HOP_SET.has(name);
+}
+
+/**
+ * Removes the client's hop-by-hop headers, those its Connection header lists, and the spoofable
+ * ones. Run before any policy, so that a Connection header can never remove what a policy sets for
+ * the backend (the consumer, its credential). Transfer-Encoding stays until forwarding (see
+ * dropHopByHop): it tells the policies a body is coming.
+ */
+export function scrubRequestHeaders(headers: IncomingHttpHeaders): void {
+  for (const name of connectionListed(headers.connection)) {
+    if (name !== "transfer-encoding" && headers[name] !== undefined) delete headers[name];
+  }
+  // Most of these are absent: looking first spares a delete, which is slow in itself and turns
+  // the object into a slower dictionary for every later header access.
+  for (const name of HOP_BY_HOP) {
+    if (name !== "transfer-encoding" && headers[name] !== undefined) delete headers[name];
+  }
+  for (const name of SPOOFABLE) if (headers[name] !== undefined) delete headers[name];
+}
+
+/** The hop-by-hop headers still there (Transfer-Encoding, or what a policy set) go before forwarding. */
+export function dropHopByHop(headers: IncomingHttpHeaders): void {
+  for (const name of HOP_BY_HOP) if (headers[name] !== undefined) delete headers[name];
+}
+
+const NOTHING_LISTED: readonly string[] = [];
+/** Header names a Connection header lists, except what the gateway itself relies on. */
+export function connectionListed(connection: unknown): readonly string[] {
+  if (typeof connection !== "string") return NOTHING_LISTED;
+  const names: string[] = [];
+  for (const name of connection.split(",")) {
+    const trimmed = name.trim().toLowerCase();
+    // Never let Connection remove what the gateway itself relies on.
+    if (trimmed !== "" && trimmed !== "content-length" && trimmed !== "host") names.push(trimmed);
+  }
+  return names;
 }
 
 /** Longest Host value the rules below can accept: a 253-character name and ":65535". */

@@ -3,7 +3,17 @@ import assert from "node:assert/strict";
 import type { IncomingHttpHeaders } from "node:http";
 import { test } from "node:test";
 import fc from "fast-check";
-import { canonicalTarget, isValidHost, parseQuery, type RequestHead } from "../../src/canonical-request.ts";
+import {
+  canonicalTarget,
+  connectionListed,
+  dropHopByHop,
+  isHopByHop,
+  isValidHost,
+  parseQuery,
+  type RequestHead,
+  scrubRequestHeaders,
+  serializeQuery,
+} from "../../../src/pipeline/canonical-request.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_124);
 
@@ -186,4 +196,64 @@ test("the Host check is linear: a 16 KB Host is judged by its length alone", () 
   const started = performance.now();
   for (let i = 0; i < 1000; i++) isValidHost(`${"a".repeat(16_384)}:80`);
   assert.ok(performance.now() - started < 1000);
+});
+
+test("a query a policy changed is written so that reading it back gives the same names and values", () => {
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(fc.tuple(fc.string(), fc.string()), { selector: ([name]) => name }),
+      (pairs) => {
+        const query = new Map(pairs);
+        const read = new Map<string, string>();
+        assert.equal(parseQuery(serializeQuery(query), read), undefined);
+        // An empty name with an empty value writes "=", which reads back as nothing: nothing lost.
+        const expected = new Map(pairs.filter(([name, value]) => name !== "" || value !== ""));
+        assert.deepEqual(
+          [...read].filter(([name, value]) => name !== "" || value !== ""),
+          [...expected],
+        );
+      },
+    ),
+    { seed: SEED },
+  );
+  assert.equal(serializeQuery(new Map([["a b", "x&y=z"]])), "a%20b=x%26y%3Dz");
+  assert.equal(serializeQuery(new Map()), "");
+});
+
+test("before any policy runs, hop-by-hop, Connection-listed and spoofable headers are gone", () => {
+  const headers: IncomingHttpHeaders = {
+    host: "gw",
+    "content-length": "2",
+    connection: "keep-alive, X-Secret, Host, Content-Length, transfer-encoding",
+    "keep-alive": "timeout=5",
+    te: "trailers",
+    upgrade: "websocket",
+    "proxy-authorization": "Basic x",
+    "transfer-encoding": "chunked",
+    "x-secret": "1",
+    forwarded: "for=1.2.3.4",
+    "x-http-method-override": "DELETE",
+    "x-original-url": "/admin",
+    expect: "100-continue",
+    authorization: "Bearer k",
+  };
+  scrubRequestHeaders(headers);
+  assert.deepEqual(headers, {
+    host: "gw",
+    "content-length": "2",
+    // Until forwarding: it tells the policies a body is coming.
+    "transfer-encoding": "chunked",
+    authorization: "Bearer k",
+  });
+  dropHopByHop(headers);
+  assert.deepEqual(headers, { host: "gw", "content-length": "2", authorization: "Bearer k" });
+});
+
+test("Connection never lists away Host or Content-Length, in any case or spacing", () => {
+  assert.deepEqual(connectionListed(" X-A ,,HOST, content-length ,x-b"), ["x-a", "x-b"]);
+  assert.deepEqual(connectionListed(undefined), []);
+  assert.deepEqual(connectionListed(["x-a"]), []);
+  for (const name of ["connection", "transfer-encoding", "upgrade", "te", "trailer"])
+    assert.ok(isHopByHop(name));
+  assert.equal(isHopByHop("x-request-id"), false);
 });

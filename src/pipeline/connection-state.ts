@@ -1,7 +1,11 @@
+// What the gateway holds about a client connection: whether it is closing, and how many of its
+// requests are in flight.
+//
 // Connections the gateway has decided to close. Once an answer carries Connection: close (a
 // framing error, an oversized body, HTTP/1.0, draining), whatever else the client pipelined on
 // that connection is neither judged nor forwarded, and no second answer is written after it.
 import type { Socket } from "node:net";
+import { resumeReadingSocket, stopReadingSocket } from "../node-internals.ts";
 
 const CLOSING = Symbol("closing");
 type Marked = Socket & { [CLOSING]?: true };
@@ -16,11 +20,11 @@ export function isClosing(socket: Socket): boolean {
 
 // Requests a client pipelines on one connection. Node parses whatever arrives and starts each
 // request at once; it stops reading only when answers pile up unsent, and a proxy's answers wait
-// on the backend. Unbounded, one client pipelining 50,000 requests on one connection took the
-// gateway to 666 MB. So a connection has at most PIPELINE_DEPTH requests in flight: at that
-// depth it is no longer read (the client's TCP window fills), and what one read had already
-// brought waits its turn, judged and forwarded as earlier answers go out, as nginx serves a
-// connection's requests one after another. Nothing is refused: a client is only slowed down.
+// on the backend: unbounded, one client pipelining on one connection holds as much of the
+// gateway's memory as it likes. So a connection has at most PIPELINE_DEPTH requests in flight:
+// at that depth it is no longer read (the client's TCP window fills), and what one read had
+// already brought waits its turn, judged and forwarded as earlier answers go out, as nginx serves
+// a connection's requests one after another. Nothing is refused: a client is only slowed down.
 export const PIPELINE_DEPTH = 32;
 const IN_FLIGHT = Symbol("requests in flight");
 const WAITING = Symbol("requests waiting their turn");
@@ -61,23 +65,13 @@ export function requestEnded(socket: Socket): void {
   if (socket.destroyed) counted[WAITING]?.splice(0);
   else if (counted[STOPPED] === true && inFlight < PIPELINE_DEPTH) {
     counted[STOPPED] = false;
-    handleOf(counted)?.readStart();
+    resumeReadingSocket(counted);
   }
 }
 
 function stopReading(counted: Counted): void {
   if (counted[STOPPED] === true) return;
   counted[STOPPED] = true;
-  // Node's HTTP server reads the socket in C++ (the parser consumes the handle), where
-  // socket.pause() does not reach: reading stops at the handle. Its reading flag is left as it
-  // is, so that Node does not start it again.
-  handleOf(counted)?.readStop();
-}
-
-/** The libuv stream under a socket: not a public API, but how Node's own net and http read. */
-function handleOf(socket: Socket): { readStop(): number; readStart(): number } | undefined {
-  const handle = (socket as unknown as { _handle?: { readStop?(): number; readStart?(): number } })._handle;
-  return typeof handle?.readStop === "function" && typeof handle.readStart === "function"
-    ? (handle as { readStop(): number; readStart(): number })
-    : undefined;
+  // Node's HTTP server reads the socket in C++, where socket.pause() does not reach.
+  stopReadingSocket(counted);
 }

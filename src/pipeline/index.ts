@@ -1,0 +1,201 @@
+// The spine of one request's way through the gateway (judge): canonical request -> arrival
+// phases -> query -> route -> request phases -> rewrite -> body -> forward; the backend's answer
+// then goes through its response phases in reverse order, and every request ends in one observe
+// step. Each step lives in a file of its own in this folder; here is only their order. The core
+// calls policies only through their phases; it knows none of them by name.
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import type { GatewayConfig } from "../config.ts";
+import { type GatewayError, gatewayError } from "../errors.ts";
+import type { Metrics } from "../metrics.ts";
+import type { ApiDescription } from "../openapi.ts";
+import type { Exchange } from "../policy.ts";
+import { createUpstream, type Upstream } from "../proxy.ts";
+import { createRouter } from "../router.ts";
+import { trustedProxies } from "../trusted-proxies.ts";
+import { markExpectingContinue, readBody } from "./body.ts";
+import { canonicalTarget, parseQuery, scrubRequestHeaders, serializeQuery } from "./canonical-request.ts";
+import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
+import { admitRequest, isClosing, waitTurn } from "./connection-state.ts";
+import { exchangeOf, newExchange } from "./exchange.ts";
+import { clientAddressOf, forward } from "./forward.ts";
+import { createLocalReplies } from "./local-replies.ts";
+import { createObserve } from "./observe.ts";
+import { clientRequestId, isCredentialAsId } from "./request-id.ts";
+import { createUpstreamAnswers } from "./upstream-answer.ts";
+
+export { CORE_RESPONSE_HEADERS } from "./answer-headers.ts";
+
+export interface PipelineOptions {
+  readonly config: GatewayConfig;
+  readonly api: ApiDescription;
+  readonly policies: readonly NamedPolicy[];
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly upstreamUrl: string;
+}
+
+export interface Pipeline {
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  /**
+   * A request that sent Expect: 100-continue (the server's 'checkContinue'): 100 Continue is
+   * written when its body is about to be read, after every request phase accepted its head.
+   */
+  handleExpectingContinue(req: IncomingMessage, res: ServerResponse): void;
+  /**
+   * Refuses the request a response belongs to, when Node found it broken after the handler had
+   * started (a bad chunk in its body, a request timeout): the answer goes through the usual
+   * reply and observe steps and closes the connection. False when nothing can be written.
+   */
+  refuse(res: ServerResponse, error: GatewayError): boolean;
+  /** From now on every answer carries Connection: close. */
+  drain(): void;
+  close(): void;
+}
+
+export function createPipeline(options: PipelineOptions): Pipeline {
+  const { config, api, metrics, logger } = options;
+  const router = createRouter(api.basePath, api.operations);
+  // A policy that throws fails its request, not the process (chains.ts): logged here.
+  const policyFailed = (policy: string, phase: string, exchange: Exchange | undefined, error: unknown) => {
+    if (exchange) exchange.notes.policyFailed = `${policy} ${phase}`;
+    logger.error(
+      {
+        reqId: exchange?.requestId,
+        operation: exchange?.operation?.id,
+        policy,
+        phase,
+        error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
+      },
+      "policy failed",
+    );
+  };
+  const chains = buildChains(api.operations, options.policies, policyFailed);
+  const { arrival, isCredential } = buildArrival(options.policies, policyFailed);
+  const isTrustedProxy = trustedProxies(config.server.trustedProxies);
+  const basePathLength = api.basePath.length;
+  const tooLargeMessage = `the request body is over ${config.server.maxRequestBodyBytes} bytes`;
+  let draining = false;
+
+  const isDraining = () => draining;
+  // The upstream is made last, since its handlers are the upstream answer's, which refuse through
+  // the local replies: those reach it only once a request runs.
+  const abandonUpstream = (exchange: Exchange) => upstream.abandon(exchange);
+  const { reject, answerLocally } = createLocalReplies(chains, abandonUpstream, isDraining);
+  const answers = createUpstreamAnswers({
+    chains,
+    reject,
+    maxBodyBytes: config.server.maxResponseBodyBytes,
+    timeoutMs: config.upstream.timeoutMs,
+    isDraining,
+  });
+  const onResponseClose = createObserve(metrics, logger, abandonUpstream);
+  const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, exchangeOf, {
+    onResponse: answers.onResponse,
+    onFault: answers.onFault,
+    onConnected: (ok) => metrics.upstreamUp.set(ok ? 1 : 0),
+  });
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    // A connection holds at most PIPELINE_DEPTH requests in flight; the rest wait their turn.
+    if (!isClosing(req.socket) && !admitRequest(req.socket)) {
+      req.on("error", ignoreClientError);
+      res.on("error", ignoreClientError);
+      return waitTurn(req.socket, () => judge(req, res));
+    }
+    judge(req, res);
+  }
+
+  function judge(req: IncomingMessage, res: ServerResponse): void {
+    // A request pipelined behind an answer that closes the connection is never judged nor
+    // forwarded: the client has to send it again on a new connection.
+    if (isClosing(req.socket)) {
+      req.on("error", ignoreClientError);
+      res.on("error", ignoreClientError);
+      req.resume();
+      return;
+    }
+    const clientId = clientRequestId(req.headers);
+    const credentialAsId =
+      clientId !== undefined && isCredentialAsId(clientId, req.headers.authorization, isCredential);
+    const exchange = newExchange(
+      req,
+      res,
+      clientId !== undefined && !credentialAsId ? clientId : randomUUID(),
+      clientAddressOf(req, isTrustedProxy),
+    );
+    // Replacing a known key tells the client it is one: the operator sees that somebody tried.
+    if (credentialAsId) exchange.notes.requestIdReplaced = "credential";
+    res.once("close", onResponseClose);
+    req.on("error", ignoreClientError);
+    res.on("error", ignoreClientError);
+
+    const target = canonicalTarget(req);
+    if (target.refusal !== undefined) return reject(exchange, target.refusal, target.closeConnection);
+    const { path, rawQuery } = target;
+    scrubRequestHeaders(req.headers);
+    for (const phase of arrival) {
+      const reply = phase(exchange);
+      if (reply) return "code" in reply ? reject(exchange, reply) : answerLocally(exchange, reply);
+    }
+    const badQuery = parseQuery(rawQuery, exchange.query);
+    if (badQuery !== undefined) return reject(exchange, badQuery);
+    const match = router.match(req.method ?? "", path);
+    if (match.kind === "not-found") return reject(exchange, gatewayError("NOT_FOUND"));
+    if (match.kind === "method-not-allowed") {
+      return reject(exchange, gatewayError("METHOD_NOT_ALLOWED", undefined, { allow: match.allow }));
+    }
+    exchange.operation = match.operation;
+    exchange.pathParams = match.pathParams;
+    const chain = chains.get(match.operation) as Chain;
+    for (const phase of chain.request) {
+      const error = phase(exchange);
+      if (error) return reject(exchange, error);
+    }
+    // The backend's own base path replaces the public one; http-proxy-3 prepends the target's path.
+    req.url = exchange.queryChanged
+      ? `${path.slice(basePathLength)}?${serializeQuery(exchange.query)}`
+      : exchange.url.slice(basePathLength);
+    if (match.operation.requestBody === undefined)
+      return forward(exchange, chain, undefined, upstream, isTrustedProxy);
+    readBody(exchange, chain, config.server.maxRequestBodyBytes, bodyRead, refuseTooLarge);
+  }
+
+  function bodyRead(exchange: Exchange, chain: Chain): void {
+    for (const phase of chain.requestBody) {
+      const error = phase(exchange);
+      if (error) return reject(exchange, error);
+    }
+    forward(exchange, chain, exchange.body, upstream, isTrustedProxy);
+  }
+
+  // Closes the connection: the rest of the body is never read.
+  function refuseTooLarge(exchange: Exchange): void {
+    reject(exchange, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage), true);
+  }
+
+  return {
+    handle,
+    handleExpectingContinue(req, res) {
+      markExpectingContinue(req);
+      handle(req, res);
+    },
+    refuse(res, error) {
+      const exchange = exchangeOf(res);
+      if (!exchange || exchange.finished || res.headersSent || !res.writable) return false;
+      reject(exchange, error, true);
+      return true;
+    },
+    drain() {
+      draining = true;
+    },
+    close() {
+      upstream.close();
+    },
+  };
+}
+
+function ignoreClientError(): void {
+  // A client that goes away mid-request is not the gateway's fault; 'close' observes it.
+}

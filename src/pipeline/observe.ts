@@ -1,0 +1,75 @@
+// The end of every request, rejected or proxied or failed upstream, whoever ended it: counted out
+// of its connection, the backend let go, and the one observe step (Kong's log phase): the HTTP
+// metrics and one access log line. Metrics and the log are not policies.
+import type { ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import { flatLineLogger } from "../logger.ts";
+import { type Metrics, UNMATCHED } from "../metrics.ts";
+import type { Exchange } from "../policy.ts";
+import { loggedPath } from "../untrusted-text.ts";
+import { requestEnded } from "./connection-state.ts";
+import { exchangeOf } from "./exchange.ts";
+
+/** The handler for every response's 'close': shared by all requests, it finds the exchange on the response. */
+export function createObserve(
+  metrics: Metrics,
+  logger: Logger,
+  abandonUpstream: (exchange: Exchange) => void,
+): (this: ServerResponse) => void {
+  const accessLog = flatLineLogger(logger);
+
+  // The one observe step every request ends in: metrics and the access log line.
+  function observe(exchange: Exchange, status: number): void {
+    const operation = exchange.operation?.id ?? UNMATCHED;
+    const method = exchange.req.method ?? "";
+    const end = performance.now();
+    const seconds = (end - exchange.startedAt) / 1000;
+    metrics.observeRequest(operation, method, status, seconds);
+    const { rejection } = exchange;
+    if (rejection) metrics.observeRejection(operation, rejection.reason, rejection.code);
+    let upstreamMs: number | undefined;
+    if (exchange.upstreamStartedAt !== 0 && exchange.upstreamStatus !== 0) {
+      upstreamMs = exchange.upstreamEndedAt - exchange.upstreamStartedAt;
+      metrics.observeUpstream(operation, method, exchange.upstreamStatus, upstreamMs / 1000);
+      metrics.observeOverhead(operation, seconds - upstreamMs / 1000);
+    }
+    // Flat on purpose (see flatLineLogger): a field holding an object would escape redaction.
+    accessLog.info(
+      {
+        reqId: exchange.requestId,
+        operation,
+        method,
+        path: loggedPath(exchange.url),
+        status,
+        durationMs: round(end - exchange.startedAt),
+        upstreamMs: upstreamMs === undefined ? undefined : round(upstreamMs),
+        upstreamStatus: exchange.upstreamStatus || undefined,
+        consumer: exchange.consumer,
+        code: rejection?.code,
+        reason: rejection?.reason,
+        ...exchange.notes,
+      },
+      "request",
+    );
+  }
+
+  return function onResponseClose(this: ServerResponse): void {
+    const exchange = exchangeOf(this);
+    if (!exchange) return;
+    requestEnded(exchange.req.socket);
+    if (exchange.finished) return;
+    exchange.finished = true;
+    if (exchange.upstreamStartedAt !== 0 && exchange.upstreamEndedAt === 0) abandonUpstream(exchange);
+    let status = this.statusCode;
+    if (!this.writableFinished) {
+      exchange.notes.aborted = true;
+      // Cut mid-answer: by the backend (a fault, counted as 502) or by the client (499).
+      status = this.headersSent && exchange.notes.upstreamFault !== undefined ? 502 : 499;
+    }
+    observe(exchange, status);
+  };
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}

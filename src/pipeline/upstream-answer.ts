@@ -1,0 +1,242 @@
+// The backend's answer on its way to the client: checked by the operation's response phases,
+// either whole (a JSON answer a policy reads is held up to the cap, decoded, then judged) or at
+// its head (streamed), then written with the headers the gateway owns. Faults on the way (an
+// invalid status, a reset, the deadline) become the gateway's own answer while nothing has been
+// sent, and a cut answer once something has.
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from "node:http";
+import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
+import { type GatewayError, gatewayError } from "../errors.ts";
+import type { Operation } from "../openapi.ts";
+import type { Exchange, UpstreamAnswer } from "../policy.ts";
+import { type UpstreamFault, upstreamDone } from "../proxy.ts";
+import { JSON_FAMILY_MEDIA_TYPE } from "../untrusted-text.ts";
+import { finishHeaders } from "./answer-headers.ts";
+import { connectionListed, isHopByHop } from "./canonical-request.ts";
+import type { Chain } from "./chains.ts";
+import { carryExchange, exchangeOf } from "./exchange.ts";
+import type { LocalReplies } from "./local-replies.ts";
+
+export interface UpstreamAnswers {
+  onResponse(exchange: Exchange, response: IncomingMessage): void;
+  onFault(exchange: Exchange, fault: UpstreamFault, detail: string): void;
+}
+
+export interface UpstreamAnswerOptions {
+  readonly chains: ReadonlyMap<Operation, Chain>;
+  readonly reject: LocalReplies["reject"];
+  /** The most of an answer held to be judged whole, before and after decoding. */
+  readonly maxBodyBytes: number;
+  /** The backend's deadline, for the message of a 504. */
+  readonly timeoutMs: number;
+  readonly isDraining: () => boolean;
+}
+
+export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamAnswers {
+  const { chains, reject, maxBodyBytes, timeoutMs, isDraining } = options;
+
+  function onResponse(exchange: Exchange, response: IncomingMessage): void {
+    exchange.upstreamStatus = response.statusCode ?? 502;
+    carryExchange(response, exchange);
+    const chain = chains.get(exchange.operation as Operation) as Chain;
+    const status = exchange.upstreamStatus;
+    if (status < 200 || status > 599) {
+      // Not a final HTTP status: nothing a client could rely on.
+      response.destroy();
+      exchange.notes.upstreamFault = `status ${status}`;
+      return reject(
+        exchange,
+        gatewayError("UPSTREAM_UNAVAILABLE", "The backend answered with an invalid status"),
+      );
+    }
+    const bodyless = exchange.req.method === "HEAD" || status === 204 || status === 304;
+    // Such an answer is whole at its head: bytes a sloppy backend sends after it (a body for a
+    // HEAD, a 204 with a Content-Length) break its socket, not the answer the client is owed.
+    if (bodyless) upstreamDone(exchange);
+    if (
+      chain.readsResponseBody &&
+      !bodyless &&
+      JSON_FAMILY_MEDIA_TYPE.test(response.headers["content-type"] ?? "")
+    ) {
+      bufferResponse(exchange, chain, response);
+      return;
+    }
+    const error = runResponsePhases(exchange, chain, {
+      status,
+      headers: response.headers,
+      body: undefined,
+      oversized: false,
+      fault: undefined,
+    });
+    if (error) {
+      response.destroy();
+      return reject(exchange, error);
+    }
+    writeUpstreamHead(exchange, chain, response, undefined);
+    streamRest(exchange, response);
+  }
+
+  // The deadline covers the whole answer, not just its head: a backend that stalls mid-body (or
+  // a client that reads slowly and holds a backend socket) is cut off like one that never answers.
+  function streamRest(exchange: Exchange, response: IncomingMessage): void {
+    response.on("error", onStreamedResponseError);
+    response.once("end", () => upstreamDone(exchange));
+    response.pipe(exchange.res);
+  }
+
+  function bufferResponse(exchange: Exchange, chain: Chain, response: IncomingMessage): void {
+    const limit = maxBodyBytes;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      chunks.push(chunk);
+      if (size <= limit) return;
+      response.off("data", onData);
+      response.off("end", onEnd);
+      response.pause();
+      const error = runResponsePhases(exchange, chain, {
+        status: exchange.upstreamStatus,
+        headers: response.headers,
+        body: undefined,
+        oversized: true,
+        fault: undefined,
+      });
+      if (error) {
+        response.destroy();
+        return reject(exchange, error);
+      }
+      // Allowed through (e.g. report mode): what was read goes first, the rest streams.
+      writeUpstreamHead(exchange, chain, response, undefined);
+      for (const buffered of chunks) exchange.res.write(buffered);
+      streamRest(exchange, response);
+      response.resume();
+    };
+    const onEnd = () => {
+      upstreamDone(exchange);
+      if (exchange.finished) return;
+      const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      const decoded = decode(raw, response.headers["content-encoding"], limit);
+      const answer: UpstreamAnswer = {
+        status: exchange.upstreamStatus,
+        headers: response.headers,
+        body: decoded.body,
+        oversized: decoded.oversized,
+        fault: decoded.fault,
+      };
+      const error = runResponsePhases(exchange, chain, answer);
+      if (error) return reject(exchange, error);
+      // Undecodable or over the cap once decoded, and let through: the client gets it as it came.
+      writeUpstreamHead(exchange, chain, response, decoded.body, raw);
+      exchange.res.end(decoded.body ?? raw);
+    };
+    response.on("data", onData);
+    response.on("end", onEnd);
+    response.on("error", () => {
+      if (exchange.finished) return;
+      upstreamDone(exchange);
+      reject(
+        exchange,
+        gatewayError("UPSTREAM_UNAVAILABLE", "The backend closed the connection in the middle of its answer"),
+      );
+    });
+  }
+
+  function runResponsePhases(
+    exchange: Exchange,
+    chain: Chain,
+    answer: UpstreamAnswer,
+  ): GatewayError | undefined {
+    for (const phase of chain.response) {
+      const error = phase(exchange, answer);
+      if (error) return error;
+    }
+    return undefined;
+  }
+
+  function writeUpstreamHead(
+    exchange: Exchange,
+    chain: Chain,
+    response: IncomingMessage,
+    decoded: Buffer | undefined,
+    raw?: Buffer,
+  ): void {
+    const headers = endToEnd(response.headers);
+    if (decoded !== undefined) {
+      if (headers["content-encoding"] !== undefined) delete headers["content-encoding"];
+      headers["content-length"] = decoded.length;
+    } else if (raw !== undefined) headers["content-length"] = raw.length;
+    finishHeaders(exchange, chain, exchange.upstreamStatus, headers, isDraining());
+    exchange.res.writeHead(exchange.upstreamStatus, headers);
+  }
+
+  function onFault(exchange: Exchange, fault: UpstreamFault, detail: string): void {
+    exchange.notes.upstreamFault = detail;
+    if (exchange.res.headersSent) {
+      // Mid-body: the client must see a broken answer, never a complete-looking short one.
+      exchange.res.destroy();
+      return;
+    }
+    reject(
+      exchange,
+      fault === "timeout"
+        ? gatewayError("UPSTREAM_TIMEOUT", `The backend did not answer within ${timeoutMs} ms`)
+        : gatewayError("UPSTREAM_UNAVAILABLE"),
+    );
+  }
+
+  return { onResponse, onFault };
+}
+
+function onStreamedResponseError(this: IncomingMessage): void {
+  const exchange = exchangeOf(this);
+  if (!exchange) return;
+  // The answer is already on its way: cut the connection so the client sees it incomplete.
+  exchange.notes.upstreamFault ??= "reset mid-body";
+  exchange.res.destroy();
+}
+
+/**
+ * The backend's headers minus the hop-by-hop ones, copied in one pass instead of copy-then-delete.
+ * CORS is the gateway's to answer, on or off: a backend that reflects any origin with credentials
+ * would otherwise open to every site what the gateway's CORS policy opens to a few.
+ */
+export function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const listed = connectionListed(headers.connection);
+  const copy: OutgoingHttpHeaders = {};
+  for (const name in headers) {
+    if (isHopByHop(name) || (listed.length > 0 && listed.includes(name))) continue;
+    if (name.startsWith(ACCESS_CONTROL)) continue;
+    copy[name] = headers[name];
+  }
+  return copy;
+}
+const ACCESS_CONTROL = "access-control-";
+
+/**
+ * The body as the response phases judge it: decoded when compressed, never past `limit` bytes
+ * once decoded (oversized), and with a fault when it cannot be decoded. Undecoded, it is passed
+ * on as it came.
+ */
+export function decode(
+  raw: Buffer,
+  encoding: string | undefined,
+  limit: number,
+): { body: Buffer | undefined; oversized: boolean; fault: string | undefined } {
+  if (encoding === undefined || encoding === "identity" || encoding === "") {
+    return { body: raw, oversized: false, fault: undefined };
+  }
+  try {
+    const options = { maxOutputLength: limit };
+    const value = encoding.toLowerCase().trim();
+    if (value === "gzip" || value === "x-gzip")
+      return { body: gunzipSync(raw, options), oversized: false, fault: undefined };
+    if (value === "deflate") return { body: inflateSync(raw, options), oversized: false, fault: undefined };
+    if (value === "br")
+      return { body: brotliDecompressSync(raw, options), oversized: false, fault: undefined };
+    return { body: undefined, oversized: false, fault: `unsupported content-encoding ${value}` };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ERR_BUFFER_TOO_LARGE") return { body: undefined, oversized: true, fault: undefined };
+    return { body: undefined, oversized: false, fault: `undecodable ${encoding} body` };
+  }
+}
