@@ -59,12 +59,11 @@ import {
   type ProfileSummary,
   summarizeProfile,
 } from "./bench/profile-summary.ts";
-import { buildForStart, startCommand } from "./start-command.ts";
+import { buildForStart, GATEWAY_ENTRY, GATEWAY_NODE_FLAGS } from "./start-command.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 /** The Node flags `npm start` (and the Docker image) give the gateway: the benchmark runs what users run. */
-const START_FLAGS: readonly string[] = startCommand(ROOT).nodeFlags;
-const TSC = join(ROOT, "node_modules/.bin/tsc");
+const START_FLAGS: readonly string[] = GATEWAY_NODE_FLAGS;
 const RESULTS_DIR = join(ROOT, "bench", "results");
 
 // ---------------------------------------------------------------------------------------------
@@ -411,7 +410,7 @@ async function startGateway(
   // The access log at info through pino's asynchronous destination, to /dev/null: the
   // serialization is paid, the disk is not.
   const child = track(
-    spawn(process.execPath, [...nodeFlags, startCommand(root).entry], {
+    spawn(process.execPath, [...nodeFlags, root === ROOT ? GATEWAY_ENTRY : entryOf(root)], {
       cwd: root,
       stdio: ["ignore", devNull, "pipe"],
       env: {
@@ -438,8 +437,16 @@ function checkout(commit: string): { root: string; name: string } {
   mkdirSync(root);
   execFileSync("sh", ["-c", `git archive ${commit} | tar -x -C "${root}"`], { cwd: ROOT });
   symlinkSync(join(ROOT, "node_modules"), join(root, "node_modules"));
-  buildForStart(root, TSC);
+  if (entryOf(root).startsWith("dist/")) buildForStart(root);
   return { root, name: `gateway@${commit}` };
+}
+
+/** The program an older tree's `npm start` runs: its "start" script's last word (src/main.ts before the build). */
+function entryOf(root: string): string {
+  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+    scripts: { start: string };
+  };
+  return manifest.scripts.start.trim().split(/\s+/).at(-1) as string;
 }
 
 async function startNginx(backendOrigin: string): Promise<(Target & { stop(): Promise<void> }) | undefined> {
@@ -1230,7 +1237,7 @@ async function main(): Promise<void> {
   process.stderr.write(
     `petstore-gateway benchmark (${flags.quick ? "quick" : "full"}): ${startMachine.cores} cores, ${startMachine.cpu}, node ${startMachine.node}, load generator ${loader}${nginxPath ? ", nginx" : ""}\n`,
   );
-  buildForStart(ROOT, TSC);
+  buildForStart(ROOT);
   const backend = await startBackend();
   const backendOrigin = new URL(backend.url).origin;
   const backendPid = backend.child.pid as number;
