@@ -26,12 +26,11 @@ import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { digestOf } from "../policies/auth/key-file.ts";
-import { buildForStart, startCommand } from "./start-command.ts";
+import { buildForStart, GATEWAY_ENTRY, GATEWAY_NODE_FLAGS } from "./start-command.ts";
 
 const PROJECT_ROOT = resolve(import.meta.dirname, "..");
 // The gateway as `npm start` runs it, built first as `npm start` builds it.
-buildForStart(PROJECT_ROOT, join(PROJECT_ROOT, "node_modules/.bin/tsc"));
-const { nodeFlags, entry } = startCommand(PROJECT_ROOT);
+buildForStart(PROJECT_ROOT);
 const { values: args } = parseArgs({
   options: {
     requests: { type: "string", default: "200000" },
@@ -130,7 +129,7 @@ async function startGateway(upstreamUrl: string, dir: string, keys: readonly str
       server: { shutdownDrainMs: 0, shutdownTimeoutMs: 5000 },
     }),
   );
-  const child = spawn(process.execPath, [...nodeFlags, entry], {
+  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, GATEWAY_ENTRY], {
     cwd: PROJECT_ROOT,
     env: {
       PATH: process.env.PATH ?? "",

@@ -23,6 +23,10 @@ import {
 import { startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_122);
+// The one case-count variable: each property's count below is the long run's (`npm run test:slow`,
+// PROPERTY_SCALE=1); `npm test` runs a tenth of each.
+const PROPERTY_SCALE = Number(process.env.PROPERTY_SCALE ?? 0.1);
+const runs = (full: number) => Math.max(1, Math.round(full * PROPERTY_SCALE));
 const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -452,7 +456,7 @@ describe("property-based: whatever comes in, the answers are documented and the 
           assert.match(url ?? "", /^\/v1\/pets(?:\/-?(?:0|[1-9][0-9]*))?$/);
         } else assert.deepEqual(seen, []);
       }),
-      { seed: SEED, numRuns: 3000 },
+      { seed: SEED, numRuns: runs(3000) },
     );
   });
 
@@ -478,7 +482,7 @@ describe("property-based: whatever comes in, the answers are documented and the 
         const status = forwarded.get("status");
         assert.equal(status, expected.get("status") ?? null);
       }),
-      { seed: SEED + 1, numRuns: 3000 },
+      { seed: SEED + 1, numRuns: runs(3000) },
     );
   });
 
@@ -536,7 +540,7 @@ describe("property-based: whatever comes in, the answers are documented and the 
             assert.equal(answer.headers[hop], undefined);
         },
       ),
-      { seed: SEED + 2, numRuns: 2000 },
+      { seed: SEED + 2, numRuns: runs(2000) },
     );
   });
 
@@ -560,7 +564,7 @@ describe("property-based: whatever comes in, the answers are documented and the 
           assert.deepEqual(seen, []);
         }
       }),
-      { seed: SEED + 3, numRuns: 4000 },
+      { seed: SEED + 3, numRuns: runs(4000) },
     );
   });
 
@@ -583,7 +587,7 @@ describe("property-based: whatever comes in, the answers are documented and the 
           assert.deepEqual(seen, []);
         },
       ),
-      { seed: SEED + 4, numRuns: 600 },
+      { seed: SEED + 4, numRuns: runs(600) },
     );
   });
 
@@ -618,7 +622,7 @@ describe("property-based: whatever comes in, the answers are documented and the 
             );
           }
         }),
-        { seed: SEED + 5, numRuns: 200 },
+        { seed: SEED + 5, numRuns: runs(200) },
       );
     } finally {
       backend.behave(contractAnswer);
@@ -640,7 +644,7 @@ describe("property-based: the body parser against an independent statement of it
           `${render(tree, escaped, "")}: expected ${problem ?? "ok"}`,
         );
       }),
-      { seed: SEED + 6, numRuns: 20_000 },
+      { seed: SEED + 6, numRuns: runs(20_000) },
     );
   });
 });

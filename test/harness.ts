@@ -20,7 +20,7 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
 import policies from "../policies/index.ts";
-import { buildForStart, startCommand } from "../scripts/start-command.ts";
+import { buildForStart, GATEWAY_ENTRY, GATEWAY_NODE_FLAGS } from "../scripts/start-command.ts";
 import { type GatewayConfig, validateConfig } from "../src/config.ts";
 import { buildGateway, type Gateway } from "../src/gateway.ts";
 import { createLogger } from "../src/logger.ts";
@@ -28,13 +28,12 @@ import type { AnyPolicyDefinition } from "../src/policy.ts";
 
 export const PROJECT_ROOT = resolve(import.meta.dirname, "..");
 /** Node's arguments for the gateway program as `npm start` runs it: its flags, then the build's entry. */
-const started = startCommand(PROJECT_ROOT);
-export const GATEWAY_PROGRAM: readonly string[] = [...started.nodeFlags, started.entry];
+export const GATEWAY_PROGRAM: readonly string[] = [...GATEWAY_NODE_FLAGS, GATEWAY_ENTRY];
 
 // `npm test` builds first. A test file run alone after an edit builds here, so that it never
 // starts an older program than the sources it reads.
 {
-  const entry = join(PROJECT_ROOT, started.entry);
+  const entry = join(PROJECT_ROOT, GATEWAY_ENTRY);
   const builtAt = existsSync(entry) ? statSync(entry).mtimeMs : 0;
   const newestSource = ["src", "policies"]
     .flatMap((dir) =>
@@ -43,7 +42,7 @@ export const GATEWAY_PROGRAM: readonly string[] = [...started.nodeFlags, started
         .map((file) => statSync(join(PROJECT_ROOT, dir, file)).mtimeMs),
     )
     .reduce((a, b) => Math.max(a, b), 0);
-  if (newestSource > builtAt) buildForStart(PROJECT_ROOT, join(PROJECT_ROOT, "node_modules/.bin/tsc"));
+  if (newestSource > builtAt) buildForStart(PROJECT_ROOT);
 }
 
 export interface BackendProcess {

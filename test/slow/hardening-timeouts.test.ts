@@ -4,9 +4,9 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
-import policies from "../policies/index.ts";
-import { ConfigError, validateConfig } from "../src/config.ts";
-import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import policies from "../../policies/index.ts";
+import { ConfigError, validateConfig } from "../../src/config.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
 import {
   assertNoSecrets,
   capturedOutputs,
@@ -14,8 +14,8 @@ import {
   parseResponses,
   rawExchange,
   watchForCrashes,
-} from "./hardening-kit.ts";
-import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+} from "../hardening-kit.ts";
+import { request, startGateway, type TestGateway, writeKeysFile } from "../harness.ts";
 
 const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const HEADERS_TIMEOUT_MS = 1000;

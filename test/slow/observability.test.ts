@@ -8,16 +8,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
-import { buildOpsServer } from "../src/gateway.ts";
-import { createOpsHandler, type OpsSource } from "../src/ops.ts";
-import type { OpsReport } from "../src/policy.ts";
+import { buildOpsServer } from "../../src/gateway.ts";
+import { createOpsHandler, type OpsSource } from "../../src/ops.ts";
+import type { OpsReport } from "../../src/policy.ts";
 import {
   type Behaviour,
   jsonAnswer,
   type ProgrammableBackend,
   type RecordedRequest,
   startProgrammableBackend,
-} from "./fixtures/programmable-backend.ts";
+} from "../fixtures/programmable-backend.ts";
 import {
   eventually,
   findProgram,
@@ -31,7 +31,7 @@ import {
   startGateway,
   type TestGateway,
   writeKeysFile,
-} from "./harness.ts";
+} from "../harness.ts";
 
 const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex"]);
 const acme = keyOf("acme");

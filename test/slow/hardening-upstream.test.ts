@@ -6,15 +6,15 @@ import http from "node:http";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
 import {
   assertNoSecrets,
   capturedOutputs,
   contractAnswer,
   DOCUMENTED_STATUSES,
   watchForCrashes,
-} from "./hardening-kit.ts";
-import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+} from "../hardening-kit.ts";
+import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "../harness.ts";
 
 const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 

@@ -7,9 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { type TestContext, test } from "node:test";
-import { validateConfig } from "../src/config.ts";
-import { definePolicy } from "../src/policy.ts";
-import { eventually, GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "./harness.ts";
+import { validateConfig } from "../../src/config.ts";
+import { definePolicy } from "../../src/policy.ts";
+import { eventually, GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "../harness.ts";
 
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const child = spawn(process.execPath, GATEWAY_PROGRAM, {

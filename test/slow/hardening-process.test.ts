@@ -12,7 +12,7 @@ import {
   type Behaviour,
   type ProgrammableBackend,
   startProgrammableBackend,
-} from "./fixtures/programmable-backend.ts";
+} from "../fixtures/programmable-backend.ts";
 import {
   assertNoSecrets,
   contractAnswer,
@@ -20,8 +20,8 @@ import {
   parseResponses,
   pipelinedRequest,
   rawExchange,
-} from "./hardening-kit.ts";
-import { eventually, type GatewayProcess, request, startGatewayProcess, writeKeysFile } from "./harness.ts";
+} from "../hardening-kit.ts";
+import { eventually, type GatewayProcess, request, startGatewayProcess, writeKeysFile } from "../harness.ts";
 
 const { file: keysFile, keys, key, keyOf } = writeKeysFile(["acme", "globex"]);
 

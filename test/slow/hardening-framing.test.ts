@@ -2,7 +2,7 @@
 // what an HTTP client library would refuse to send is exactly what an attacker sends.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
 import {
   assertNoSecrets,
   contractAnswer,
@@ -11,7 +11,7 @@ import {
   type RawOutcome,
   rawExchange,
   watchForCrashes,
-} from "./hardening-kit.ts";
+} from "../hardening-kit.ts";
 import {
   eventually,
   request,
@@ -20,7 +20,7 @@ import {
   startGateway,
   type TestGateway,
   writeKeysFile,
-} from "./harness.ts";
+} from "../harness.ts";
 
 const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const AUTH = `Authorization: Bearer ${key}\r\n`;

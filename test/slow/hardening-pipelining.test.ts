@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { PIPELINE_DEPTH } from "../src/pipeline/connection-state.ts";
-import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { contractAnswer, pipelinedRequest, rawExchange, watchForCrashes } from "./hardening-kit.ts";
-import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+import { PIPELINE_DEPTH } from "../../src/pipeline/connection-state.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
+import { contractAnswer, pipelinedRequest, rawExchange, watchForCrashes } from "../hardening-kit.ts";
+import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "../harness.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 

@@ -1,0 +1,102 @@
+// The runner: one measured run of a target (its CPU time read from /proc around the load), one
+// request outside the load, and rounds in which the targets take turns, A B C then C B A.
+import type { Bench } from "./context.ts";
+import { autocannonRun, headersFor, type RequestSpec, wrkRun } from "./load.ts";
+import { cpuMs } from "./processes.ts";
+import type { Measured } from "./stats.ts";
+import type { Target } from "./targets.ts";
+
+export async function measure(
+  bench: Bench,
+  target: Target,
+  spec: RequestSpec,
+  load: { connections: number; durationS: number; rate?: number },
+): Promise<Measured> {
+  const pids = target.pids();
+  const before = pids.map(cpuMs);
+  const url = `${target.origin}${spec.path}`;
+  const result =
+    bench.loader === "wrk" && load.rate === undefined
+      ? await wrkRun(bench, url, spec, load.connections, load.durationS)
+      : await autocannonRun({
+          url,
+          method: spec.method,
+          headers: headersFor(spec),
+          ...(spec.body === undefined ? {} : { body: spec.body }),
+          connections: load.connections,
+          durationS: load.durationS,
+          ...(load.rate === undefined ? {} : { rate: load.rate }),
+        });
+  const after = pids.map(cpuMs);
+  bench.answered.set(target.name, (bench.answered.get(target.name) ?? 0) + result.requests);
+  let spent = 0;
+  for (let i = 0; i < pids.length; i++) {
+    const [a, b] = [after[i], before[i]];
+    if (a === undefined || b === undefined) {
+      spent = Number.NaN;
+      break;
+    }
+    spent += a - b;
+  }
+  if (result.non2xx > 0 || result.errors > 0) {
+    process.stderr.write(
+      `bench: ${target.name} ${spec.method} ${spec.path}: ${result.non2xx} non-2xx answers, ${result.errors} errors\n`,
+    );
+  }
+  return {
+    ...result,
+    cpuUs: Number.isNaN(spent) ? undefined : (spent * 1000) / Math.max(result.requests, 1),
+  };
+}
+
+/** One request of the scenario to the target, outside the measured load. */
+
+/** One request of the scenario to the target, outside the measured load. */
+export async function fetchOne(target: Target, spec: RequestSpec): Promise<{ status: number; body: Buffer }> {
+  const response = await fetch(`${target.origin}${spec.path}`, {
+    method: spec.method,
+    headers: headersFor(spec),
+    ...(spec.body === undefined ? {} : { body: spec.body }),
+  });
+  return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
+}
+
+/** One request to each target: the status is the expected one and the body the backend's own. */
+export async function preflight(
+  targets: readonly Target[],
+  spec: RequestSpec,
+  reference: Target,
+): Promise<void> {
+  const expected = await fetchOne(reference, spec);
+  for (const target of targets) {
+    const got = await fetchOne(target, spec);
+    if (got.status !== spec.status || !got.body.equals(expected.body)) {
+      throw new Error(
+        `preflight: ${target.name} ${spec.method} ${spec.path} answered ${got.status} ${got.body.toString().slice(0, 200)}`,
+      );
+    }
+  }
+}
+
+export async function runRounds(
+  bench: Bench,
+  targets: readonly Target[],
+  spec: RequestSpec,
+  load: { connections: number; durationS: number; rate?: number },
+  rounds: number,
+  warmupS: number,
+): Promise<Record<string, Measured[]>> {
+  for (const target of targets) {
+    if (warmupS === 0 || (bench.settings.warmupOnce && bench.warmed.has(target.name))) continue;
+    await measure(bench, target, spec, { ...load, durationS: warmupS });
+    bench.warmed.add(target.name);
+  }
+  const runs: Record<string, Measured[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
+  for (let round = 0; round < rounds; round++) {
+    // Forward, then backward: no target always runs right after the same neighbour.
+    const order = round % 2 === 0 ? targets : [...targets].reverse();
+    for (const target of order) runs[target.name]?.push(await measure(bench, target, spec, load));
+    process.stderr.write(".");
+  }
+  return runs;
+}
