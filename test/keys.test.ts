@@ -227,17 +227,22 @@ describe("npm run keys", () => {
         says: /no key of acme with a digest starting/,
       },
     ];
-    for (const { args, code, says } of cases) {
-      const run = await keys([...args, "--file", file]);
+    const broken = join(directory, "broken.json");
+    writeFileSync(broken, '{"keys": [');
+    // None of them may write, so they run at once; the file is compared once they all ended.
+    const [runs, refused, missing] = await Promise.all([
+      Promise.all(cases.map(({ args }) => keys([...args, "--file", file]))),
+      keys(["add", "acme", "--file", broken]),
+      keys(["list", "--file", join(directory, "absent.json")]),
+    ]);
+    for (const [index, { args, code, says }] of cases.entries()) {
+      const run = runs[index] as Run;
       assert.equal(run.code, code, `${args.join(" ")}: ${run.stderr}`);
       assert.match(run.stderr, says);
       assert.equal(run.stdout, "");
     }
     assert.equal(readFileSync(file, "utf8"), before);
 
-    const broken = join(directory, "broken.json");
-    writeFileSync(broken, '{"keys": [');
-    const refused = await keys(["add", "acme", "--file", broken]);
     assert.equal(refused.code, 1);
     assert.match(
       refused.stderr,
@@ -245,7 +250,6 @@ describe("npm run keys", () => {
     );
     assert.equal(readFileSync(broken, "utf8"), '{"keys": [');
 
-    const missing = await keys(["list", "--file", join(directory, "absent.json")]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /absent\.json does not exist/);
   });
