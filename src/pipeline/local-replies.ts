@@ -101,6 +101,19 @@ const CLIENT_ERRORS: Readonly<Record<string, ErrorCode>> = {
   ERR_HTTP_HEADERS_TIMEOUT: "REQUEST_TIMEOUT",
 };
 
+/**
+ * The catalogue's code for what Node's parser refused or timed out, on either port; undefined
+ * when the client left (a reset, a broken pipe, the connection closed mid-request). llhttp knows
+ * a fixed list of methods: any other token is a method not implemented (RFC 9110 §9.1: 501).
+ */
+function clientErrorCode(error: NodeJS.ErrnoException & { rawPacket?: Buffer }): ErrorCode | undefined {
+  const parserError = error.code ?? "";
+  if (parserError === "HPE_INVALID_EOF_STATE") return undefined;
+  if (parserError === "HPE_INVALID_METHOD" && startsWithMethodToken(error.rawPacket))
+    return "NOT_IMPLEMENTED";
+  return CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined);
+}
+
 // What Node's parser refuses, and the headers or request timeouts it enforces, never reach the
 // handler: answer them with the Error object too, unless an answer is already on the wire.
 export function answerClientError(
@@ -108,23 +121,21 @@ export function answerClientError(
   socket: Socket,
   gateway: RawAnswerSink,
 ): void {
-  const parserError = error.code ?? "";
-  // llhttp knows a fixed list of methods; any other token is a method this gateway does not
-  // implement (RFC 9110 §9.1: 501), which deserves the same id, line and count as any answer.
-  if (parserError === "HPE_INVALID_METHOD" && startsWithMethodToken(error.rawPacket)) {
-    const reply = gatewayError("NOT_IMPLEMENTED");
+  const code = clientErrorCode(error);
+  if (code === undefined) {
+    // A reset, a broken pipe or the connection closed mid-request is the client leaving, not a
+    // request the gateway refused: a request it was sending is logged once, as 499, on close.
+    socket.destroy();
+    return;
+  }
+  // An unknown method deserves the same id, line and count as any answer.
+  if (code === "NOT_IMPLEMENTED") {
+    const reply = gatewayError(code);
     const requestId = randomUUID();
     gateway.metrics.observeRequest(UNMATCHED, OTHER_METHOD, reply.status, 0);
     observeRawRefusal(gateway, reply, { reqId: requestId, method: OTHER_METHOD });
     if (!socket.writable || isClosing(socket)) return void socket.destroy();
     return writeRawAnswer(socket, reply, requestId);
-  }
-  const code = CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined);
-  if (code === undefined || parserError === "HPE_INVALID_EOF_STATE") {
-    // A reset, a broken pipe or the connection closed mid-request is the client leaving, not a
-    // request the gateway refused: a request it was sending is logged once, as 499, on close.
-    socket.destroy();
-    return;
   }
   const reply = gatewayError(code);
   const timeout = code === "REQUEST_TIMEOUT";
@@ -135,7 +146,7 @@ export function answerClientError(
     if (gateway.refuse(pending, code)) return;
   }
   // With no request line there is no operation or method.
-  observeRawRefusal(gateway, reply, { parserError });
+  observeRawRefusal(gateway, reply, { parserError: error.code ?? "" });
   if (isClosing(socket)) {
     // An answer that closes the connection went first; let it flush, write nothing after it.
     socket.destroySoon();
@@ -155,14 +166,10 @@ export function answerOpsClientError(
   error: NodeJS.ErrnoException & { rawPacket?: Buffer },
   socket: Socket,
 ): void {
-  const parserError = error.code ?? "";
-  const code =
-    parserError === "HPE_INVALID_METHOD" && startsWithMethodToken(error.rawPacket)
-      ? "NOT_IMPLEMENTED"
-      : (CLIENT_ERRORS[parserError] ?? (parserError.startsWith("HPE_") ? "BAD_REQUEST" : undefined));
+  const code = clientErrorCode(error);
   const pending = pendingResponse(socket);
   // The client leaving, or an answer still to come that nothing may be written before.
-  if (code === undefined || parserError === "HPE_INVALID_EOF_STATE" || pending || !socket.writable) {
+  if (code === undefined || pending || !socket.writable) {
     socket.destroy();
     return;
   }
