@@ -233,3 +233,33 @@ export function framingProbes(key: string): Readonly<Record<string, string>> {
     "a body over the size cap": post("1.1", "Content-Length: 70000\r\n", "{"),
   };
 }
+
+export interface Dribbler {
+  readonly openedAt: number;
+  closedAt: number | undefined;
+  received: string;
+}
+
+/** A socket that sends a request line and then one header line every `everyMs`, forever (slowloris). */
+export function dribble(port: number, everyMs: number, target = "/v1/pets"): Dribbler {
+  const state: Dribbler = { openedAt: performance.now(), closedAt: undefined, received: "" };
+  const socket = net.connect(port, "127.0.0.1");
+  socket.setEncoding("latin1");
+  let n = 0;
+  const timer = setInterval(() => {
+    if (!socket.destroyed) socket.write(`X-Drip-${n++}: 1\r\n`);
+  }, everyMs);
+  const closed = () => {
+    clearInterval(timer);
+    state.closedAt ??= performance.now();
+    socket.destroy();
+  };
+  socket.on("connect", () => socket.write(`GET ${target} HTTP/1.1\r\nHost: gw\r\n`));
+  socket.on("data", (data: string) => {
+    state.received += data;
+  });
+  socket.on("error", closed);
+  socket.on("end", closed);
+  socket.on("close", closed);
+  return state;
+}

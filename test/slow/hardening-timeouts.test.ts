@@ -2,7 +2,7 @@
 // stalls mid-answer are all cut off within their bound, while ordinary traffic goes on.
 import assert from "node:assert/strict";
 import http from "node:http";
-import net from "node:net";
+import type net from "node:net";
 import { after, before, describe, test } from "node:test";
 import policies from "../../policies/index.ts";
 import { ConfigError, validateConfig } from "../../src/config.ts";
@@ -11,6 +11,7 @@ import {
   assertNoSecrets,
   capturedOutputs,
   contractAnswer,
+  dribble,
   parseResponses,
   rawExchange,
   watchForCrashes,
@@ -23,36 +24,6 @@ const REQUEST_TIMEOUT_MS = 2000;
 // Node checks the two timeouts once per interval (min(1 s, headers timeout)): a generous bound
 // on top, for a busy machine, still far below what an attacker would need.
 const CUT_OFF_BOUND_MS = REQUEST_TIMEOUT_MS + 1000 + 3000;
-
-interface Dribbler {
-  readonly openedAt: number;
-  closedAt: number | undefined;
-  received: string;
-}
-
-/** A socket that sends a request line and then one header line every `everyMs`, forever. */
-function dribble(port: number, everyMs: number): Dribbler {
-  const state: Dribbler = { openedAt: performance.now(), closedAt: undefined, received: "" };
-  const socket = net.connect(port, "127.0.0.1");
-  socket.setEncoding("latin1");
-  let n = 0;
-  const timer = setInterval(() => {
-    if (!socket.destroyed) socket.write(`X-Drip-${n++}: 1\r\n`);
-  }, everyMs);
-  const closed = () => {
-    clearInterval(timer);
-    state.closedAt ??= performance.now();
-    socket.destroy();
-  };
-  socket.on("connect", () => socket.write("GET /v1/pets HTTP/1.1\r\nHost: gw\r\n"));
-  socket.on("data", (data: string) => {
-    state.received += data;
-  });
-  socket.on("error", closed);
-  socket.on("end", closed);
-  socket.on("close", closed);
-  return state;
-}
 
 describe("timeouts that bite", () => {
   let backend: ProgrammableBackend;

@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import policies from "../../policies/index.ts";
 import { validateConfig } from "../../src/config.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
-import { parseResponses, rawExchange, watchForCrashes } from "../hardening-kit.ts";
+import { dribble, parseResponses, rawExchange, watchForCrashes } from "../hardening-kit.ts";
 import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "../harness.ts";
 
 const { file: keysFile } = writeKeysFile(["acme"]);
@@ -17,29 +17,6 @@ const KEEP_ALIVE_TIMEOUT_MS = 600;
 const MAX_OPS_CONNECTIONS = 4;
 // Node checks the two timeouts once a second: a generous bound on top for a busy machine.
 const CUT_OFF_BOUND_MS = REQUEST_TIMEOUT_MS + 1000 + 3000;
-
-/** A connection that sends a request line, then a header line every `everyMs` until it is closed. */
-function dribble(port: number, everyMs: number) {
-  const state = { openedAt: performance.now(), closedAt: undefined as number | undefined, received: "" };
-  const socket = net.connect(port, "127.0.0.1");
-  socket.setEncoding("latin1");
-  let n = 0;
-  const timer = setInterval(() => {
-    if (!socket.destroyed) socket.write(`X-Drip-${n++}: 1\r\n`);
-  }, everyMs);
-  const closed = () => {
-    clearInterval(timer);
-    state.closedAt ??= performance.now();
-    socket.destroy();
-  };
-  socket.on("connect", () => socket.write("GET /healthz HTTP/1.1\r\nHost: gw\r\n"));
-  socket.on("data", (data: string) => {
-    state.received += data;
-  });
-  socket.on("error", closed);
-  socket.on("close", closed);
-  return { state, close: closed };
-}
 
 describe("the ops port's edge", () => {
   let backend: ProgrammableBackend;
@@ -70,16 +47,16 @@ describe("the ops port's edge", () => {
   });
 
   test("a connection dribbling header bytes is cut off with 408 within the request timeout", async () => {
-    const slow = dribble(opsPort, 200);
+    const slow = dribble(opsPort, 200, "/healthz");
     await eventually(
       "the dribbling connection closed",
-      () => slow.state.closedAt !== undefined,
+      () => slow.closedAt !== undefined,
       CUT_OFF_BOUND_MS + 2000,
     );
-    const lifetime = (slow.state.closedAt as number) - slow.state.openedAt;
+    const lifetime = (slow.closedAt as number) - slow.openedAt;
     assert.ok(lifetime < CUT_OFF_BOUND_MS, `held ${Math.round(lifetime)} ms`);
-    const [answer] = parseResponses(slow.state.received);
-    assert.equal(answer?.status, 408, slow.state.received);
+    const [answer] = parseResponses(slow.received);
+    assert.equal(answer?.status, 408, slow.received);
     assert.equal(JSON.parse(answer.body).code, "REQUEST_TIMEOUT");
   });
 
