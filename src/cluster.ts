@@ -101,8 +101,8 @@ export async function runWorker(): Promise<void> {
       if (serving) serving.stop("primary shutting down");
       else process.exit(0);
     }
-    // The primary got SIGHUP: reload as if this process had (the auth policy reloads its keys).
-    else if (type === RELOAD) process.emit("SIGHUP", "SIGHUP");
+    // The primary got SIGHUP.
+    else if (type === RELOAD) void serving?.gateway.reload("SIGHUP");
   });
   // The primary is gone (killed outright): stop serving rather than linger as an orphan.
   process.on("disconnect", () => {

@@ -41,6 +41,8 @@ export interface Gateway {
   isReady(): boolean;
   /** Refuses the request behind a response Node found broken after the handler started (false: could not). */
   refuse(res: ServerResponse, code: ErrorCode): boolean;
+  /** Every policy reloads what it loaded at start (the key file); resolves when all are done. */
+  reload(why: string): Promise<void>;
   /** Readiness goes false and every answer from now on carries Connection: close. */
   drain(): void;
   close(): Promise<void>;
@@ -110,6 +112,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     opsReports,
     isReady,
     refuse: (res, code) => pipeline.refuse(res, gatewayError(code)),
+    async reload(why) {
+      // Isolated like a phase: a policy whose reload fails keeps what it had, and says so.
+      await Promise.all(
+        named.map(async ({ name, instance }) => {
+          try {
+            await instance.reload?.(why);
+          } catch (error) {
+            logger.error({ policy: name, phase: "reload", error: String(error) }, "policy failed");
+          }
+        }),
+      );
+    },
     drain() {
       draining = true;
       pipeline.drain();

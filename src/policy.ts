@@ -109,6 +109,12 @@ export interface PolicyInstance {
   /** Reports on the ops port, by path (e.g. "/deprecations"). */
   readonly opsReports?: Readonly<Record<string, OpsReport>>;
   isReady?(): boolean;
+  /**
+   * The operator asked for a reload (SIGHUP to the process or to a cluster primary): read again
+   * what the policy loaded at create() (a key file). The core calls it; no policy listens to the
+   * process itself. `why` is for the log line.
+   */
+  reload?(why: string): void | Promise<void>;
   close?(): void | Promise<void>;
 }
 

@@ -76,6 +76,9 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+  // A cluster primary passes its SIGHUP on as a message (runWorker); one sent to a worker itself
+  // reloads that worker, where Node's default would end it.
+  process.on("SIGHUP", () => void gateway.reload("SIGHUP"));
   exitOnFatalError(options.log);
 
   return {

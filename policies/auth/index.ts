@@ -176,15 +176,13 @@ export default definePolicy<AuthOptions, AuthMetrics>({
       timer.unref();
     };
     schedule();
-    const onHangup = () => {
-      void enqueue(async () => {
-        lastStamp = stampOf(await stat(keysFile).catch(() => undefined));
-        await load("SIGHUP");
-      });
-    };
-    process.on("SIGHUP", onHangup);
-
     return {
+      // Asked for (SIGHUP): read the file now, changed or not, after any reload under way.
+      reload: (why) =>
+        enqueue(async () => {
+          lastStamp = stampOf(await stat(keysFile).catch(() => undefined));
+          await load(why);
+        }),
       // The challenge of every 401 (MISSING, INVALID).
       responseHeaders: ["www-authenticate"],
       // Somebody's key sent as a request id, with no key or another one in Authorization, would be
@@ -234,7 +232,6 @@ export default definePolicy<AuthOptions, AuthMetrics>({
       async close() {
         closed = true;
         clearTimeout(timer);
-        process.off("SIGHUP", onHangup);
         await queue;
       },
     };
