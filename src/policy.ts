@@ -9,7 +9,13 @@ import type { Registry } from "prom-client";
 import type { GatewayError, PolicyErrors } from "./errors.ts";
 import type { ApiDescription, Operation } from "./openapi.ts";
 
-/** One request on its way through the gateway. Created by the core, read and annotated by policies. */
+/**
+ * One request on its way through the gateway, as a policy sees it: what the core established,
+ * read-only, and the few things a policy may set, each through its own setter. The core's own
+ * bookkeeping (the rejection, the backend's timings, whether the answer is finished) is not here.
+ * Node's request itself stays reachable (`req.headers`): a policy may rewrite a header for the
+ * backend, as auth does with the consumer header.
+ */
 export interface Exchange {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
@@ -20,26 +26,23 @@ export interface Exchange {
   readonly startedAt: number;
   /** The client's address: the peer, or behind trusted proxies the nearest untrusted X-Forwarded-For hop. */
   readonly clientAddress: string;
-  operation: Operation | undefined;
-  pathParams: Record<string, string>;
-  /** Decoded query parameters; policies may set values, and then mark queryChanged. */
-  query: Map<string, string>;
-  queryChanged: boolean;
+  /** The operation the router matched (undefined in onArrival, and for a path no operation has). */
+  readonly operation: Operation | undefined;
+  readonly pathParams: Readonly<Record<string, string>>;
+  /** Decoded query parameters. */
+  readonly query: ReadonlyMap<string, string>;
   /** The authenticated caller's name (never the key). */
-  consumer: string | undefined;
-  /** The raw request body, for operations that declare one. */
-  body: Buffer | undefined;
-  /** The request body as request validation parsed it (undefined until then): parsed once, read by others. */
-  bodyJson: unknown;
-  /** Headers added to whatever answer the client receives. */
-  responseHeaders: Record<string, string>;
-  /** Facts for the access log line (e.g. a limit adjustment), flat and small. */
-  notes: Record<string, string | number | boolean>;
-  rejection: GatewayError | undefined;
-  upstreamStartedAt: number;
-  upstreamEndedAt: number;
-  upstreamStatus: number;
-  finished: boolean;
+  readonly consumer: string | undefined;
+  /** The raw request body, for operations that declare one (from onRequestBody on). */
+  readonly body: Buffer | undefined;
+  /** Headers added to whatever answer the client receives: a policy adds its own. */
+  readonly responseHeaders: Record<string, string>;
+  /** Facts for the access log line (e.g. a limit adjustment), flat and small: a policy adds its own. */
+  readonly notes: Record<string, string | number | boolean>;
+  /** Sets a query parameter for the backend: the core then sends the query as the gateway holds it. */
+  setQueryParameter(name: string, value: string): void;
+  /** Names the authenticated caller (logged, counted, given to later phases). */
+  identify(consumer: string): void;
 }
 
 /** The backend's answer as the response phase sees it. */

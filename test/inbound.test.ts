@@ -13,7 +13,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import http from "node:http";
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,7 +23,7 @@ import auth, { type AuthOptions } from "../policies/auth/index.ts";
 import { DEFAULT_OPENAPI_FILE } from "../src/config.ts";
 import { createMetrics } from "../src/metrics.ts";
 import type { Operation } from "../src/openapi.ts";
-import type { Exchange } from "../src/policy.ts";
+import { newExchange } from "../src/pipeline/exchange.ts";
 import {
   type Behaviour,
   type ProgrammableBackend,
@@ -703,11 +703,12 @@ describe("100,000 keys", () => {
             many.gateway.api.operation("listPets") as Operation,
           )?.onRequest;
           assert.ok(onRequest);
-          const exchange = {
-            req: { headers: { authorization: `Bearer ${key.key}` } },
-            notes: {},
-            consumer: undefined,
-          } as unknown as Exchange;
+          const exchange = newExchange(
+            { url: "/v1/pets", headers: { authorization: `Bearer ${key.key}` } } as IncomingMessage,
+            {} as ServerResponse,
+            "id-1",
+            "",
+          );
           const rounds = 20_000;
           const started = performance.now();
           for (let i = 0; i < rounds; i++) onRequest(exchange);

@@ -222,7 +222,7 @@ export default definePolicy<AuthOptions, AuthMetrics>({
             exchange.notes.keyDigest = digestPrefix(digest);
             return INVALID;
           }
-          exchange.consumer = entry.consumer;
+          exchange.identify(entry.consumer);
           headers[header] = entry.consumer;
           if (mode === "strip") delete headers.authorization;
           else if (mode === "replace") headers.authorization = upstreamCredential;

@@ -1,12 +1,13 @@
 // The limit policy's request phase, called in memory with a fake exchange: no server, no socket.
 import assert from "node:assert/strict";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { test } from "node:test";
 import pino from "pino";
 import limit from "../../../policies/limit/index.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../../src/config.ts";
 import { createMetrics } from "../../../src/metrics.ts";
 import { loadApiDescription, type Operation } from "../../../src/openapi.ts";
-import type { Exchange } from "../../../src/policy.ts";
+import { type CoreExchange, newExchange } from "../../../src/pipeline/exchange.ts";
 
 const api = loadApiDescription(DEFAULT_OPENAPI_FILE);
 const listPets = api.operation("listPets") as Operation;
@@ -29,13 +30,16 @@ function onRequest() {
   return { phase, registry };
 }
 
-function exchange(query: Record<string, string>): Exchange {
-  return {
-    query: new Map(Object.entries(query)),
-    queryChanged: false,
-    responseHeaders: {},
-    notes: {},
-  } as Partial<Exchange> as Exchange;
+/** The core's own exchange, over a request that never touched a socket, the query parsed. */
+function exchange(query: Record<string, string>): CoreExchange {
+  const made = newExchange(
+    { url: "/v1/pets", headers: {} } as IncomingMessage,
+    {} as ServerResponse,
+    "id-1",
+    "",
+  );
+  for (const [name, value] of Object.entries(query)) made.query.set(name, value);
+  return made;
 }
 
 test("a limit above the maximum is clamped, told in a header and counted on the policy's own counter", async () => {
