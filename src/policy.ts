@@ -70,14 +70,15 @@ export interface OperationPolicy {
 }
 
 /**
- * A report a policy serves on the ops port. Built from data so that with several worker
- * processes the primary can collect every worker's part and merge them, like /metrics.
+ * A report a policy serves on the ops port (e.g. /deprecations). Every serving process collects
+ * its own part (PolicyInstance.collectReports), plain JSON that may cross process boundaries;
+ * merging parts and writing the result are pure functions of the parts and the policy's options,
+ * declared with the policy, so that a cluster primary merges its workers' parts, like /metrics,
+ * without running the policy.
  */
-export interface OpsReport<Part = unknown> {
-  /** This process's part, JSON-serializable (it may cross process boundaries). */
-  collect(): Part;
+export interface OpsReport<Part = unknown, Options = unknown> {
   /** Parts of every process (or just this one) into one. */
-  merge(parts: readonly Part[]): Part;
+  merge(parts: readonly Part[], options: Options): Part;
   /** Writes the merged report; the query, decoded, carries options such as ?format=csv. */
   render(report: Part, query: ReadonlyMap<string, string>, res: ServerResponse): void;
 }
@@ -109,8 +110,8 @@ export interface PolicyInstance {
    * clients what they may read (CORS) names them without knowing this one.
    */
   readonly responseHeaders?: readonly string[];
-  /** Reports on the ops port, by path (e.g. "/deprecations"). */
-  readonly opsReports?: Readonly<Record<string, OpsReport>>;
+  /** This process's part of each of the policy's ops reports (definition.opsReports), by path. */
+  readonly collectReports?: Readonly<Record<string, () => unknown>>;
   isReady?(): boolean;
   /**
    * The operator asked for a reload (SIGHUP to the process or to a cluster primary): read again
@@ -162,6 +163,8 @@ export interface PolicyDefinition<Options, Instruments = undefined> {
    * create(), which receives what this returns). Label values from bounded sets, as the core's.
    */
   metrics?(registry: Registry): Instruments;
+  /** Reports on the ops port, by path ("/deprecations"): how parts merge and render. */
+  readonly opsReports?: Readonly<Record<string, OpsReport<unknown, Options>>>;
   create(options: Options, context: PolicyContext, instruments: Instruments): PolicyInstance;
 }
 
@@ -177,15 +180,29 @@ export interface AnyPolicyDefinition {
   readonly environment?: Readonly<Record<string, string>>;
   readonly errors?: PolicyErrors;
   metrics?(registry: Registry): unknown;
+  readonly opsReports?: Readonly<Record<string, OpsReport>>;
   create(options: unknown, context: PolicyContext, instruments: unknown): PolicyInstance;
 }
 
 /** Declares a policy: definePolicy<Options, Instruments>({ name, optionsSchema, metrics, create }). */
 export function definePolicy<Options, Instruments = undefined>(
   definition: PolicyDefinition<Options, Instruments>,
-): AnyPolicyDefinition;
+): PolicyDefinition<Options, Instruments>;
 /** A policy whose options are left untyped: its create() gets them as unknown. */
-export function definePolicy(definition: PolicyDefinition<unknown>): AnyPolicyDefinition;
+export function definePolicy(definition: PolicyDefinition<unknown>): PolicyDefinition<unknown>;
 export function definePolicy(definition: AnyPolicyDefinition): AnyPolicyDefinition {
   return definition;
+}
+
+/**
+ * A policy's options as the validated config holds them, typed by the policy's definition
+ * (undefined when the config was validated without that policy). The one place the type is
+ * asserted rather than inferred: validateConfig checked these options against that definition's
+ * schema, which the compiler holds to its Options type.
+ */
+export function optionsOf<Options, Instruments>(
+  config: { readonly policies: Readonly<Record<string, unknown>> },
+  definition: PolicyDefinition<Options, Instruments>,
+): Options | undefined {
+  return config.policies[definition.name] as Options | undefined;
 }

@@ -696,7 +696,9 @@ describe("100,000 keys", () => {
             now: Date.now,
             responseHeaders: () => [],
           },
-          auth.metrics?.(createMetrics({ defaultMetrics: false }).registry),
+          (auth.metrics as NonNullable<typeof auth.metrics>)(
+            createMetrics({ defaultMetrics: false }).registry,
+          ),
         );
         try {
           const onRequest = instance.forOperation(

@@ -14,6 +14,7 @@ const listPets = api.operation("listPets") as Operation;
 
 function onRequest() {
   const { registry } = createMetrics({ defaultMetrics: false });
+  assert.ok(limit.metrics, "the limit policy registers its own counter");
   const instance = limit.create(
     { parameters: ["listPets.limit"] },
     {
@@ -23,7 +24,7 @@ function onRequest() {
       now: Date.now,
       responseHeaders: () => [],
     },
-    limit.metrics?.(registry),
+    limit.metrics(registry),
   );
   const phase = instance.forOperation(listPets)?.onRequest;
   assert.ok(phase);
