@@ -7,11 +7,11 @@ import { catalogueOf, type ErrorCode, gatewayError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
-import { createOpsHandler, localOpsSource } from "./ops.ts";
+import { createOpsHandler, localOpsSource, reportsOf } from "./ops.ts";
 import type { NamedPolicy } from "./pipeline/chains.ts";
 import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
 import { answerClientError, answerConnect, answerOpsClientError } from "./pipeline/local-replies.ts";
-import type { AnyPolicyDefinition, OpsReport, PolicyContext, PolicyInstance } from "./policy.ts";
+import type { AnyPolicyDefinition, PolicyContext, PolicyInstance } from "./policy.ts";
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -36,11 +36,13 @@ export interface Gateway {
   readonly handleExpectingContinue: (req: IncomingMessage, res: ServerResponse) => void;
   /** /metrics, /healthz, /readyz and the policies' reports. */
   readonly handleOps: (req: IncomingMessage, res: ServerResponse) => void;
-  /** The policies' ops reports by path, for a primary that merges them over workers. */
-  readonly opsReports: ReadonlyMap<string, OpsReport>;
+  /** This process's part of a policy's ops report (undefined for a path no policy reports on). */
+  collectReport(path: string): unknown;
   isReady(): boolean;
   /** Refuses the request behind a response Node found broken after the handler started (false: could not). */
   refuse(res: ServerResponse, code: ErrorCode): boolean;
+  /** Every policy reloads what it loaded at start (the key file); resolves when all are done. */
+  reload(why: string): Promise<void>;
   /** Readiness goes false and every answer from now on carries Connection: close. */
   drain(): void;
   close(): Promise<void>;
@@ -89,14 +91,16 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   let draining = false;
   const isReady = () => !draining && instances.every((instance) => instance.isReady?.() ?? true);
-  const opsReports = new Map<string, OpsReport>();
+  const collectors = new Map<string, () => unknown>();
   for (const instance of instances) {
-    for (const [path, report] of Object.entries(instance.opsReports ?? {})) opsReports.set(path, report);
+    for (const [path, collect] of Object.entries(instance.collectReports ?? {}))
+      collectors.set(path, collect);
   }
+  const collectReport = (path: string) => collectors.get(path)?.();
   const handleOps = createOpsHandler({
-    reports: opsReports,
+    reports: reportsOf(options.policies, config.policies),
     isReady,
-    source: localOpsSource(metrics),
+    source: localOpsSource(metrics, collectReport),
     logger,
   });
 
@@ -107,9 +111,21 @@ export function createGateway(options: GatewayOptions): Gateway {
     handle: pipeline.handle,
     handleExpectingContinue: pipeline.handleExpectingContinue,
     handleOps,
-    opsReports,
+    collectReport,
     isReady,
     refuse: (res, code) => pipeline.refuse(res, gatewayError(code)),
+    async reload(why) {
+      // Isolated like a phase: a policy whose reload fails keeps what it had, and says so.
+      await Promise.all(
+        named.map(async ({ name, instance }) => {
+          try {
+            await instance.reload?.(why);
+          } catch (error) {
+            logger.error({ policy: name, phase: "reload", error: String(error) }, "policy failed");
+          }
+        }),
+      );
+    },
     drain() {
       draining = true;
       pipeline.drain();

@@ -1,33 +1,36 @@
-// The program behind `npm start` and the Docker image: load config -> choose the upstream (or the
-// demo) -> serve, in this one process (WORKERS=1) or as the primary of WORKERS worker processes.
+// The program behind `npm start` and the Docker image, and the one place that composes the gateway:
+// the policy list -> load config -> choose the upstream (or the demo) -> serve, in this one process
+// (WORKERS=1) or as the primary of WORKERS worker processes.
 import cluster from "node:cluster";
+import auth from "../policies/auth/index.ts";
 import policies from "../policies/index.ts";
-import { runPrimary, runWorker, workerCount } from "./cluster.ts";
+import { runPrimary, workerCount } from "./cluster/primary.ts";
+import { runWorker } from "./cluster/worker.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import { type DemoSetup, startDemo } from "./demo.ts";
 import { ListenError } from "./listen.ts";
 import { createLogger } from "./logger.ts";
 import { type ApiDescription, ApiDescriptionError } from "./openapi.ts";
+import { optionsOf } from "./policy.ts";
 import { logListening, type ProcessSetup, serve } from "./serve.ts";
 import { chooseUpstream } from "./upstream-choice.ts";
 
 async function main(): Promise<void> {
   // A worker gets its whole setup from the primary, the demo backend's address included.
-  if (cluster.isWorker) return runWorker();
+  if (cluster.isWorker) return runWorker(policies);
   let config = loadConfig({ policies });
   const choice = chooseUpstream(config);
   let demo: DemoSetup | undefined;
   if (choice.kind === "demo") {
     // Once per machine, in the primary: every worker proxies to it and shares its key file.
     // A key file given by API_KEYS_FILE or by the config file is used as it is; only without one is a key generated.
-    const keysFile = (config.policies.auth as { keysFile?: unknown } | undefined)?.keysFile;
-    demo = await startDemo({ keysFileGiven: typeof keysFile === "string" });
+    demo = await startDemo({ keysFileGiven: optionsOf(config, auth)?.keysFile !== undefined });
     config = loadConfig({ policies, env: { ...process.env, ...demo.env } });
   }
   const setup: ProcessSetup =
     choice.kind === "demo"
-      ? { config, upstreamUrl: (demo as DemoSetup).upstreamUrl, environment: "demo" }
-      : { config, upstreamUrl: choice.url, environment: choice.environment };
+      ? { policies, config, upstreamUrl: (demo as DemoSetup).upstreamUrl, environment: "demo" }
+      : { policies, config, upstreamUrl: choice.url, environment: choice.environment };
   const workers = workerCount(config.workers);
   // With workers, the primary shares stdout with them; alone, this process has it to itself.
   const log = createLogger(config.log.level, undefined, { sharedStdout: workers > 1 });

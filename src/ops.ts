@@ -1,5 +1,5 @@
 // The ops port: what operators scrape and probe. Never served on the public port.
-// Where the numbers come from is a source: this process alone, or (src/cluster.ts) every worker
+// Where the numbers come from is a source: this process alone, or (src/cluster/) every worker
 // of a process group, collected over IPC and merged, so a scrape sees one consistent set.
 // The ops port is the edge too: its target is read as the public port reads one, and an
 // endpoint that fails answers 500 and is logged; it never ends the process.
@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import { canonicalTarget, parseQuery } from "./pipeline/canonical-request.ts";
-import type { OpsReport } from "./policy.ts";
+import type { AnyPolicyDefinition } from "./policy.ts";
 
 const NO_SUCH_ENDPOINT = gatewayError("NOT_FOUND", "No such ops endpoint");
 const READ_ONLY = gatewayError("METHOD_NOT_ALLOWED", "Ops endpoints are read-only");
@@ -27,13 +27,34 @@ export interface OpsSource {
   /** The Prometheus text exposition of every process serving requests. */
   metrics(): Promise<string>;
   readonly contentType: string;
-  /** Every serving process's part of a report (report.collect() in each). */
-  reportParts(path: string, report: OpsReport): Promise<unknown[]>;
+  /** Every serving process's part of a report (the policy's collectReports[path] in each). */
+  reportParts(path: string): Promise<unknown[]>;
+}
+
+/** A policy's report as the ops port serves it: its merge and render, bound to the policy's options. */
+export interface ServedReport {
+  merge(parts: readonly unknown[]): unknown;
+  render(report: unknown, query: ReadonlyMap<string, string>, res: ServerResponse): void;
+}
+
+/** Every policy's reports, by path: data and functions only, nothing of a running policy. */
+export function reportsOf(
+  policies: readonly AnyPolicyDefinition[],
+  configuredOptions: Readonly<Record<string, unknown>>,
+): ReadonlyMap<string, ServedReport> {
+  const reports = new Map<string, ServedReport>();
+  for (const policy of policies) {
+    const options = configuredOptions[policy.name];
+    for (const [path, report] of Object.entries(policy.opsReports ?? {})) {
+      reports.set(path, { merge: (parts) => report.merge(parts, options), render: report.render });
+    }
+  }
+  return reports;
 }
 
 export interface OpsOptions {
   /** The policies' reports, by path (e.g. "/deprecations"). */
-  readonly reports: ReadonlyMap<string, OpsReport>;
+  readonly reports: ReadonlyMap<string, ServedReport>;
   /** The document compiled, the keys loaded, not draining. */
   isReady(): boolean;
   readonly source: OpsSource;
@@ -42,11 +63,11 @@ export interface OpsOptions {
 }
 
 /** This process's own metrics and report parts. */
-export function localOpsSource(metrics: Metrics): OpsSource {
+export function localOpsSource(metrics: Metrics, collectReport: (path: string) => unknown): OpsSource {
   return {
     metrics: () => metrics.registry.metrics(),
     contentType: metrics.registry.contentType,
-    reportParts: async (_path, report) => [report.collect()],
+    reportParts: async (path) => [collectReport(path)],
   };
 }
 
@@ -57,7 +78,7 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
     routes.set(path, {
       failure: REPORT_FAILED,
       run: async (res, query) => {
-        const parts = await source.reportParts(path, report);
+        const parts = await source.reportParts(path);
         report.render(report.merge(parts), query, res);
       },
     });

@@ -9,7 +9,13 @@ import type { Registry } from "prom-client";
 import type { GatewayError, PolicyErrors } from "./errors.ts";
 import type { ApiDescription, Operation } from "./openapi.ts";
 
-/** One request on its way through the gateway. Created by the core, read and annotated by policies. */
+/**
+ * One request on its way through the gateway, as a policy sees it: what the core established,
+ * read-only, and the few things a policy may set, each through its own setter. The core's own
+ * bookkeeping (the rejection, the backend's timings, whether the answer is finished) is not here.
+ * Node's request itself stays reachable (`req.headers`): a policy may rewrite a header for the
+ * backend, as auth does with the consumer header.
+ */
 export interface Exchange {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
@@ -20,26 +26,23 @@ export interface Exchange {
   readonly startedAt: number;
   /** The client's address: the peer, or behind trusted proxies the nearest untrusted X-Forwarded-For hop. */
   readonly clientAddress: string;
-  operation: Operation | undefined;
-  pathParams: Record<string, string>;
-  /** Decoded query parameters; policies may set values, and then mark queryChanged. */
-  query: Map<string, string>;
-  queryChanged: boolean;
+  /** The operation the router matched (undefined in onArrival, and for a path no operation has). */
+  readonly operation: Operation | undefined;
+  readonly pathParams: Readonly<Record<string, string>>;
+  /** Decoded query parameters. */
+  readonly query: ReadonlyMap<string, string>;
   /** The authenticated caller's name (never the key). */
-  consumer: string | undefined;
-  /** The raw request body, for operations that declare one. */
-  body: Buffer | undefined;
-  /** The request body as request validation parsed it (undefined until then): parsed once, read by others. */
-  bodyJson: unknown;
-  /** Headers added to whatever answer the client receives. */
-  responseHeaders: Record<string, string>;
-  /** Facts for the access log line (e.g. a limit adjustment), flat and small. */
-  notes: Record<string, string | number | boolean>;
-  rejection: GatewayError | undefined;
-  upstreamStartedAt: number;
-  upstreamEndedAt: number;
-  upstreamStatus: number;
-  finished: boolean;
+  readonly consumer: string | undefined;
+  /** The raw request body, for operations that declare one (from onRequestBody on). */
+  readonly body: Buffer | undefined;
+  /** Headers added to whatever answer the client receives: a policy adds its own. */
+  readonly responseHeaders: Record<string, string>;
+  /** Facts for the access log line (e.g. a limit adjustment), flat and small: a policy adds its own. */
+  readonly notes: Record<string, string | number | boolean>;
+  /** Sets a query parameter for the backend: the core then sends the query as the gateway holds it. */
+  setQueryParameter(name: string, value: string): void;
+  /** Names the authenticated caller (logged, counted, given to later phases). */
+  identify(consumer: string): void;
 }
 
 /** The backend's answer as the response phase sees it. */
@@ -67,14 +70,15 @@ export interface OperationPolicy {
 }
 
 /**
- * A report a policy serves on the ops port. Built from data so that with several worker
- * processes the primary can collect every worker's part and merge them, like /metrics.
+ * A report a policy serves on the ops port (e.g. /deprecations). Every serving process collects
+ * its own part (PolicyInstance.collectReports), plain JSON that may cross process boundaries;
+ * merging parts and writing the result are pure functions of the parts and the policy's options,
+ * declared with the policy, so that a cluster primary merges its workers' parts, like /metrics,
+ * without running the policy.
  */
-export interface OpsReport<Part = unknown> {
-  /** This process's part, JSON-serializable (it may cross process boundaries). */
-  collect(): Part;
+export interface OpsReport<Part = unknown, Options = unknown> {
   /** Parts of every process (or just this one) into one. */
-  merge(parts: readonly Part[]): Part;
+  merge(parts: readonly Part[], options: Options): Part;
   /** Writes the merged report; the query, decoded, carries options such as ?format=csv. */
   render(report: Part, query: ReadonlyMap<string, string>, res: ServerResponse): void;
 }
@@ -106,9 +110,15 @@ export interface PolicyInstance {
    * clients what they may read (CORS) names them without knowing this one.
    */
   readonly responseHeaders?: readonly string[];
-  /** Reports on the ops port, by path (e.g. "/deprecations"). */
-  readonly opsReports?: Readonly<Record<string, OpsReport>>;
+  /** This process's part of each of the policy's ops reports (definition.opsReports), by path. */
+  readonly collectReports?: Readonly<Record<string, () => unknown>>;
   isReady?(): boolean;
+  /**
+   * The operator asked for a reload (SIGHUP to the process or to a cluster primary): read again
+   * what the policy loaded at create() (a key file). The core calls it; no policy listens to the
+   * process itself. `why` is for the log line.
+   */
+  reload?(why: string): void | Promise<void>;
   close?(): void | Promise<void>;
 }
 
@@ -153,6 +163,8 @@ export interface PolicyDefinition<Options, Instruments = undefined> {
    * create(), which receives what this returns). Label values from bounded sets, as the core's.
    */
   metrics?(registry: Registry): Instruments;
+  /** Reports on the ops port, by path ("/deprecations"): how parts merge and render. */
+  readonly opsReports?: Readonly<Record<string, OpsReport<unknown, Options>>>;
   create(options: Options, context: PolicyContext, instruments: Instruments): PolicyInstance;
 }
 
@@ -168,15 +180,29 @@ export interface AnyPolicyDefinition {
   readonly environment?: Readonly<Record<string, string>>;
   readonly errors?: PolicyErrors;
   metrics?(registry: Registry): unknown;
+  readonly opsReports?: Readonly<Record<string, OpsReport>>;
   create(options: unknown, context: PolicyContext, instruments: unknown): PolicyInstance;
 }
 
 /** Declares a policy: definePolicy<Options, Instruments>({ name, optionsSchema, metrics, create }). */
 export function definePolicy<Options, Instruments = undefined>(
   definition: PolicyDefinition<Options, Instruments>,
-): AnyPolicyDefinition;
+): PolicyDefinition<Options, Instruments>;
 /** A policy whose options are left untyped: its create() gets them as unknown. */
-export function definePolicy(definition: PolicyDefinition<unknown>): AnyPolicyDefinition;
+export function definePolicy(definition: PolicyDefinition<unknown>): PolicyDefinition<unknown>;
 export function definePolicy(definition: AnyPolicyDefinition): AnyPolicyDefinition {
   return definition;
+}
+
+/**
+ * A policy's options as the validated config holds them, typed by the policy's definition
+ * (undefined when the config was validated without that policy). The one place the type is
+ * asserted rather than inferred: validateConfig checked these options against that definition's
+ * schema, which the compiler holds to its Options type.
+ */
+export function optionsOf<Options, Instruments>(
+  config: { readonly policies: Readonly<Record<string, unknown>> },
+  definition: PolicyDefinition<Options, Instruments>,
+): Options | undefined {
+  return config.policies[definition.name] as Options | undefined;
 }

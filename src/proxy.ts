@@ -8,22 +8,22 @@ import { Readable } from "node:stream";
 import tls from "node:tls";
 import { createProxyServer } from "http-proxy-3";
 import type { GatewayConfig } from "./config.ts";
-import type { Exchange } from "./policy.ts";
+import type { CoreExchange } from "./pipeline/exchange.ts";
 
 export type UpstreamFault = "unavailable" | "timeout";
 
 export interface UpstreamHandlers {
-  onResponse(exchange: Exchange, response: IncomingMessage): void;
-  onFault(exchange: Exchange, fault: UpstreamFault, detail: string): void;
+  onResponse(exchange: CoreExchange, response: IncomingMessage): void;
+  onFault(exchange: CoreExchange, fault: UpstreamFault, detail: string): void;
   onConnected(ok: boolean): void;
 }
 
 export interface Upstream {
   readonly url: URL;
   /** req.url must already hold the backend-relative path and query (e.g. "/pets?limit=20"). */
-  forward(exchange: Exchange, body: Buffer | undefined): void;
+  forward(exchange: CoreExchange, body: Buffer | undefined): void;
   /** Stops waiting for the backend of an exchange that was answered some other way. */
-  abandon(exchange: Exchange): void;
+  abandon(exchange: CoreExchange): void;
   close(): void;
 }
 
@@ -38,15 +38,15 @@ interface InFlight {
 }
 
 const IN_FLIGHT = Symbol("upstream");
-type WithInFlight = Exchange & { [IN_FLIGHT]?: InFlight };
-type Live = Exchange & { [IN_FLIGHT]: InFlight };
+type WithInFlight = CoreExchange & { [IN_FLIGHT]?: InFlight };
+type Live = CoreExchange & { [IN_FLIGHT]: InFlight };
 const IDEMPOTENT = new Set(["GET", "HEAD"]);
 const CONNECT_FAILURES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
 export function createUpstream(
   url: string,
   options: GatewayConfig["upstream"],
-  exchangeOf: (req: IncomingMessage) => Exchange | undefined,
+  exchangeOf: (req: IncomingMessage) => CoreExchange | undefined,
   handlers: UpstreamHandlers,
 ): Upstream {
   const target = new URL(url);
@@ -177,7 +177,7 @@ export function createUpstream(
 
   // The gateway's own timer answers, whatever the backend request is doing (connecting, queued
   // for a socket, waiting for a head, streaming a body): no answer ever waits on the backend.
-  const onDeadline = (exchange: Exchange) => {
+  const onDeadline = (exchange: CoreExchange) => {
     if (!isLive(exchange)) return;
     const flight = exchange[IN_FLIGHT];
     settle(exchange, flight);
@@ -196,7 +196,7 @@ export function createUpstream(
     pending?.destroy();
   };
 
-  const send = (exchange: Exchange, flight: InFlight) => {
+  const send = (exchange: CoreExchange, flight: InFlight) => {
     const options: { buffer?: Readable; agent?: http.Agent | https.Agent } = {};
     if (flight.body !== undefined) options.buffer = Readable.from([flight.body]);
     if (flight.retried) options.agent = retryAgent;
@@ -238,14 +238,14 @@ export function createUpstream(
 }
 
 /** Called when the answer is complete (or handed to the client): stops the deadline. */
-export function upstreamDone(exchange: Exchange): void {
+export function upstreamDone(exchange: CoreExchange): void {
   const flight = (exchange as WithInFlight)[IN_FLIGHT];
   if (flight) settle(exchange, flight);
   else exchange.upstreamEndedAt = performance.now();
 }
 
 /** Answered, failed or given up: the deadline stops and later backend events change nothing. */
-function settle(exchange: Exchange, flight: InFlight): void {
+function settle(exchange: CoreExchange, flight: InFlight): void {
   flight.settled = true;
   if (flight.deadline) clearTimeout(flight.deadline);
   flight.deadline = undefined;
@@ -265,5 +265,5 @@ function isTlsFailure(code: string): boolean {
 /** True while an event of the exchange's backend request can still change anything. */
 function isLive(exchange: WithInFlight | undefined): exchange is Live {
   const flight = exchange?.[IN_FLIGHT];
-  return flight !== undefined && !flight.settled && !(exchange as Exchange).finished;
+  return flight !== undefined && !flight.settled && !(exchange as CoreExchange).finished;
 }

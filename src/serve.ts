@@ -4,14 +4,17 @@
 // before the process exits, since they are the record of deprecated calls.
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import policies from "../policies/index.ts";
 import type { GatewayConfig } from "./config.ts";
 import { buildGateway, type Gateway } from "./gateway.ts";
 import { listen } from "./listen.ts";
 import type { LoggerHandle } from "./logger.ts";
+import type { AnyPolicyDefinition } from "./policy.ts";
+import { shutdownOnSignals } from "./shutdown.ts";
 
-/** What a serving process needs: the validated config and the backend it fronts. */
+/** What a serving process needs: the policies, the validated config and the backend it fronts. */
 export interface ProcessSetup {
+  /** The ordered policy list, chosen by the composition root (src/main.ts). */
+  readonly policies: readonly AnyPolicyDefinition[];
   readonly config: GatewayConfig;
   /** The backend, with its own base path. */
   readonly upstreamUrl: string;
@@ -37,45 +40,33 @@ export interface Serving {
 
 export async function serve(setup: ProcessSetup, options: ServeOptions): Promise<Serving> {
   const { config } = setup;
-  const { logger, flush } = options.log;
+  const { logger } = options.log;
   const { gateway, server, opsServer } = buildGateway({
     config,
-    policies,
+    policies: setup.policies,
     upstreamUrl: setup.upstreamUrl,
     environment: setup.environment,
     logger,
   });
   await Promise.all([listen(server, config, "public"), options.ops && listen(opsServer, config, "ops")]);
 
-  let stopping = false;
-  const stop = (why: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ why, drainMs: config.server.shutdownDrainMs }, "shutting down");
-    gateway.drain();
-    const deadline = setTimeout(() => {
-      logger.warn("shutdown deadline reached; exiting with requests still open");
-      flush();
-      process.exit(1);
-    }, config.server.shutdownTimeoutMs);
-    deadline.unref();
-    // Load balancers take a moment to see readiness go false: keep serving meanwhile.
-    setTimeout(() => {
-      server.close(() => void closeAndExit(options.ops ? opsServer : undefined, gateway, options, 0));
-      server.closeIdleConnections();
-    }, config.server.shutdownDrainMs).unref();
-  };
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      // A second signal means now.
-      logger.warn({ signal }, "second signal; exiting now");
-      flush();
-      process.exit(1);
-    }
-    stop(signal);
-  };
-  process.on("SIGTERM", onSignal);
-  process.on("SIGINT", onSignal);
+  const stop = shutdownOnSignals({
+    log: options.log,
+    deadlineMs: config.server.shutdownTimeoutMs,
+    fields: () => ({ drainMs: config.server.shutdownDrainMs }),
+    begin() {
+      gateway.drain();
+      // Load balancers take a moment to see readiness go false: keep serving meanwhile.
+      setTimeout(() => {
+        server.close(() => void closeAndExit(options.ops ? opsServer : undefined, gateway, options, 0));
+        server.closeIdleConnections();
+      }, config.server.shutdownDrainMs).unref();
+    },
+    onDeadline: () => logger.warn("shutdown deadline reached; exiting with requests still open"),
+  });
+  // A cluster primary passes its SIGHUP on as a message (runWorker); one sent to a worker itself
+  // reloads that worker, where Node's default would end it.
+  process.on("SIGHUP", () => void gateway.reload("SIGHUP"));
   exitOnFatalError(options.log);
 
   return {
@@ -125,12 +116,12 @@ export function logListening(
 
 /**
  * The last step of a graceful shutdown, once no request is left: the ops port, the gateway (its
- * upstream agents, the policies' timers), the caller's own clean-up, then the logs flushed,
+ * upstream agents, the policies' timers; a cluster primary runs none), the caller's own clean-up, then the logs flushed,
  * since they are the record of deprecated calls. A single process and a cluster primary both end here.
  */
 export async function closeAndExit(
   opsServer: Server | undefined,
-  gateway: Pick<Gateway, "close">,
+  gateway: Pick<Gateway, "close"> | undefined,
   options: { readonly log: LoggerHandle; readonly onStopped?: (() => Promise<void>) | undefined },
   exitCode: number,
 ): Promise<never> {
@@ -138,7 +129,7 @@ export async function closeAndExit(
     opsServer.close();
     opsServer.closeAllConnections();
   }
-  await gateway.close();
+  await gateway?.close();
   await options.onStopped?.();
   options.log.logger.info("stopped");
   options.log.flush();

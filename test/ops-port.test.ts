@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import policies from "../policies/index.ts";
-import { definePolicy, type OpsReport } from "../src/policy.ts";
+import { definePolicy } from "../src/policy.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import { contractAnswer, rawExchange, watchForCrashes } from "./hardening-kit.ts";
 import {
@@ -33,35 +33,33 @@ const ABSOLUTE_FORM = [
 
 // A policy with bugs in what the ops port calls: readiness and each part of a report.
 const BROKEN = new Error("a bug in a policy's ops code");
+const broken = (): never => {
+  throw BROKEN;
+};
 const faultyOps = definePolicy({
   name: "faultyOps",
   optionsSchema: { type: "object", additionalProperties: false, default: {} },
-  create: () => {
-    const report = (fail: "collect" | "render" | "render-late"): OpsReport => ({
-      collect: () => {
-        if (fail === "collect") throw BROKEN;
-        return {};
-      },
+  opsReports: {
+    "/broken/collect": { merge: (parts) => parts[0], render: (_report, _query, res) => res.end("{}") },
+    "/broken/render": { merge: (parts) => parts[0], render: broken },
+    "/broken/render-late": {
       merge: (parts) => parts[0],
       render: (_report, _query, res) => {
-        if (fail === "render") throw BROKEN;
         res.writeHead(200, { "content-type": "application/json" });
         res.write("{");
         throw BROKEN;
       },
-    });
-    return {
-      forOperation: () => undefined,
-      isReady: () => {
-        throw BROKEN;
-      },
-      opsReports: {
-        "/broken/collect": report("collect"),
-        "/broken/render": report("render"),
-        "/broken/render-late": report("render-late"),
-      },
-    };
+    },
   },
+  create: () => ({
+    forOperation: () => undefined,
+    isReady: broken,
+    collectReports: {
+      "/broken/collect": broken,
+      "/broken/render": () => ({}),
+      "/broken/render-late": () => ({}),
+    },
+  }),
 });
 
 const opsPort = (gw: TestGateway) => Number(new URL(gw.opsUrl).port);

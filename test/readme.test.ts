@@ -80,8 +80,8 @@ test("the README's metrics table lists every gateway_* and http_* metric with it
   for (const metric of registry.getMetricsAsArray()) {
     emitted.set(metric.name, [...((metric as unknown as { labelNames: string[] }).labelNames ?? [])]);
   }
-  // The primary's own two, registered only when WORKERS > 1 (src/cluster.ts).
-  const cluster = readFileSync(resolve(PROJECT_ROOT, "src/cluster.ts"), "utf8");
+  // The primary's own two, registered only when WORKERS > 1 (src/cluster/primary.ts).
+  const cluster = readFileSync(resolve(PROJECT_ROOT, "src/cluster/primary.ts"), "utf8");
   for (const [, name] of cluster.matchAll(/name: "((?:gateway|http)_[a-z_]+)"/g))
     emitted.set(name as string, []);
   assert.deepEqual(new Map([...emitted].sort()), new Map([...listed].sort()));

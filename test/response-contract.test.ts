@@ -9,7 +9,7 @@ import responseContract, { type ContractReport } from "../policies/response-cont
 import { ConfigError, DEFAULT_OPENAPI_FILE, loadConfig, validateConfig } from "../src/config.ts";
 import { createMetrics } from "../src/metrics.ts";
 import { loadApiDescription } from "../src/openapi.ts";
-import type { OpsReport, PolicyInstance } from "../src/policy.ts";
+import type { PolicyInstance } from "../src/policy.ts";
 import {
   type Behaviour,
   jsonAnswer,
@@ -554,7 +554,9 @@ describe("the drift report across worker processes", () => {
         now: () => 0,
       },
     );
-    const report = instance.opsReports?.["/contract/violations"] as OpsReport<ContractReport>;
+    const collect = instance.collectReports?.["/contract/violations"] as () => ContractReport;
+    const report = responseContract.opsReports?.["/contract/violations"];
+    assert.ok(report);
     const example = (requestId: string, at: string) => ({
       requestId,
       at,
@@ -597,7 +599,8 @@ describe("the drift report across worker processes", () => {
         },
       },
     };
-    const merged = report.merge([a, b, report.collect()]).operations.listPets;
+    const options = { mode: "report" as const, operations: {}, recentPerOperation: 2 };
+    const merged = (report.merge([a, b, collect()], options) as ContractReport).operations.listPets;
     assert.equal(merged?.violations, 7);
     assert.deepEqual(merged?.byRule, { "schema:type": 6, "page-size": 1 });
     assert.deepEqual(

@@ -7,7 +7,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
-import { nextRestart, workerCount } from "../src/cluster.ts";
+import { nextRestart, workerCount } from "../src/cluster/primary.ts";
 import { loadConfig } from "../src/config.ts";
 import {
   eventually,

@@ -9,7 +9,7 @@
 // and meet only where an operation is both deprecated and unstable: deprecation.ts and stability.ts.
 import type { JSONSchemaType } from "ajv";
 import { Counter } from "prom-client";
-import { definePolicy, type OpsReport } from "../../src/policy.ts";
+import { definePolicy } from "../../src/policy.ts";
 import { consumerCounters } from "./consumers.ts";
 import { brownoutWindows, DEPRECATION_HEADERS, deprecationPhases } from "./deprecation.ts";
 import { CallerTally, type DeprecationReport, mergeReports, renderReport } from "./deprecation-report.ts";
@@ -94,6 +94,7 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
       registers: [registry],
     }),
   }),
+  opsReports: { "/deprecations": { merge: mergeReports, render: renderReport } },
   create(options, { api, logger, environment, now }, metrics) {
     const { deprecations, stability } = readLifecycle(api);
     const { basePath } = api;
@@ -136,12 +137,6 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
       );
     }
 
-    const report: OpsReport<DeprecationReport> = {
-      collect: () => tally.report(facts, now()),
-      merge: mergeReports,
-      render: renderReport,
-    };
-
     return {
       responseHeaders: [
         ...(deprecations.size > 0 ? DEPRECATION_HEADERS : []),
@@ -163,7 +158,7 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
           },
         };
       },
-      opsReports: { "/deprecations": report as OpsReport },
+      collectReports: { "/deprecations": (): DeprecationReport => tally.report(facts, now()) },
     };
   },
 });

@@ -117,8 +117,7 @@ export default definePolicy<LimitOptions, Counter<"operation" | "parameter" | "a
                 } else applied = given === String(value) ? given : String(value);
               }
               if (applied !== given) {
-                exchange.query.set(spec.name, applied);
-                exchange.queryChanged = true;
+                exchange.setQueryParameter(spec.name, applied);
               }
               exchange.responseHeaders[bounds.appliedHeader] = applied;
               if (adjustment) {

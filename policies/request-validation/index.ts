@@ -104,7 +104,6 @@ export default definePolicy<RequestValidationOptions>({
                 parsed.message,
               );
             }
-            exchange.bodyJson = parsed.value;
             if (body.validate && !body.validate(parsed.value)) {
               return errors.error("INVALID_BODY", describeValidationError(body.validate.errors, "body"));
             }

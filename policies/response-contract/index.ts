@@ -12,10 +12,17 @@ import type { JSONSchemaType } from "ajv";
 import { Counter } from "prom-client";
 import { declareErrors, type GatewayError } from "../../src/errors.ts";
 import type { Operation } from "../../src/openapi.ts";
-import { definePolicy, type Exchange, type OpsReport } from "../../src/policy.ts";
+import { definePolicy, type Exchange } from "../../src/policy.ts";
 import { judge } from "./judge.ts";
 import { type OperationPlan, planOperation, rulesValidator } from "./plan.ts";
-import { type ContractMode, createDriftLog, type Violation } from "./report.ts";
+import {
+  type ContractMode,
+  type ContractReport,
+  createDriftLog,
+  mergeReports,
+  renderReport,
+  type Violation,
+} from "./report.ts";
 
 export type { ContractMode, ContractReport } from "./report.ts";
 
@@ -67,6 +74,12 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
       labelNames: ["operation", "rule", "mode"] as const,
       registers: [registry],
     }),
+  opsReports: {
+    "/contract/violations": {
+      merge: (parts: readonly ContractReport[], options) => mergeReports(parts, options.recentPerOperation),
+      render: renderReport,
+    },
+  },
   create(options, { api, logger, now }, violations) {
     for (const id of Object.keys(options.operations)) {
       if (api.operation(id) === undefined) {
@@ -120,7 +133,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
     };
 
     return {
-      opsReports: { "/contract/violations": drift.report as OpsReport },
+      collectReports: { "/contract/violations": drift.collect },
       forOperation(operation) {
         const mode = modeOf(operation);
         if (mode === "off") return undefined;

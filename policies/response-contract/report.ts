@@ -6,7 +6,6 @@ import type { ServerResponse } from "node:http";
 import { LRUCache } from "lru-cache";
 import { gatewayError } from "../../src/errors.ts";
 import { sendError, sendJson } from "../../src/ops.ts";
-import type { OpsReport } from "../../src/policy.ts";
 import { POINTER_ARRAY_INDEX } from "../../src/untrusted-text.ts";
 
 export type ContractMode = "enforce" | "report" | "off";
@@ -60,7 +59,8 @@ export interface ContractReport {
 export interface DriftLog {
   /** Counts one violation of an operation and keeps it as that kind of drift's latest example. */
   note(operation: string, violation: Violation, example: DriftExample): void;
-  readonly report: OpsReport<ContractReport>;
+  /** This process's part of the report. */
+  collect(): ContractReport;
 }
 
 /** Bounded: the rule set bounds the totals, an LRU of `keep` entries the distinct violations. */
@@ -99,26 +99,23 @@ export function createDriftLog(
         });
       }
     },
-    report: {
-      collect() {
-        const operations: Record<string, OperationDrift> = {};
-        for (const [id, entry] of drift) {
-          operations[id] = {
-            mode: entry.mode,
-            violations: entry.violations,
-            byRule: Object.fromEntries(entry.byRule),
-            recent: [...entry.recent.values()].map((d) => ({ ...d })),
-          };
-        }
-        return { operations };
-      },
-      merge: (parts) => mergeReports(parts, keep),
-      render: renderReport,
+    collect() {
+      const operations: Record<string, OperationDrift> = {};
+      for (const [id, entry] of drift) {
+        operations[id] = {
+          mode: entry.mode,
+          violations: entry.violations,
+          byRule: Object.fromEntries(entry.byRule),
+          recent: [...entry.recent.values()].map((d) => ({ ...d })),
+        };
+      }
+      return { operations };
     },
   };
 }
 
-function mergeReports(parts: readonly ContractReport[], keep: number): ContractReport {
+/** Several processes' parts into one, keeping the `keep` most recently seen examples per operation. */
+export function mergeReports(parts: readonly ContractReport[], keep: number): ContractReport {
   const operations: Record<string, OperationDrift> = {};
   for (const part of parts) {
     for (const [id, drift] of Object.entries(part.operations)) {
@@ -152,7 +149,11 @@ function mergeReports(parts: readonly ContractReport[], keep: number): ContractR
   return { operations };
 }
 
-function renderReport(report: ContractReport, query: ReadonlyMap<string, string>, res: ServerResponse): void {
+export function renderReport(
+  report: ContractReport,
+  query: ReadonlyMap<string, string>,
+  res: ServerResponse,
+): void {
   const only = query.get("operation");
   if (only === undefined) return sendJson(res, 200, report);
   // Own properties only: ?operation=__proto__ would otherwise find every object's prototype.

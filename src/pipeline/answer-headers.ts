@@ -2,15 +2,15 @@
 // headers policies set on the exchange, the request id, nosniff, the operation's reply phases,
 // and Connection: close while the process drains.
 import type { OutgoingHttpHeaders } from "node:http";
-import type { Exchange } from "../policy.ts";
 import type { Chain } from "./chains.ts";
 import { markClosing } from "./connection-state.ts";
+import type { CoreExchange } from "./exchange.ts";
 
 /** What the core adds to every answer that a client may want to read (the nosniff header is for browsers themselves). */
 export const CORE_RESPONSE_HEADERS: readonly string[] = ["x-request-id"];
 
 export function finishHeaders(
-  exchange: Exchange,
+  exchange: CoreExchange,
   chain: Chain | undefined,
   status: number,
   headers: OutgoingHttpHeaders,

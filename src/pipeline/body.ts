@@ -1,8 +1,8 @@
 // The request body, read whole before the body phases and the backend see it, and never more
 // of it than the configured cap: counted on the wire, chunked bodies included.
 import type { IncomingMessage } from "node:http";
-import type { Exchange } from "../policy.ts";
 import type { Chain } from "./chains.ts";
+import type { CoreExchange } from "./exchange.ts";
 
 const EXPECTS_CONTINUE = Symbol("expects 100-continue");
 type MayExpectContinue = IncomingMessage & { [EXPECTS_CONTINUE]?: true };
@@ -17,11 +17,11 @@ export function markExpectingContinue(req: IncomingMessage): void {
  * is known to be over `limit` bytes, and reads no more of it (the refusal closes the connection).
  */
 export function readBody(
-  exchange: Exchange,
+  exchange: CoreExchange,
   chain: Chain,
   limit: number,
-  whole: (exchange: Exchange, chain: Chain) => void,
-  tooLarge: (exchange: Exchange) => void,
+  whole: (exchange: CoreExchange, chain: Chain) => void,
+  tooLarge: (exchange: CoreExchange) => void,
 ): void {
   const { req } = exchange;
   const declared = req.headers["content-length"];

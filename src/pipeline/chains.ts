@@ -9,7 +9,8 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import { type GatewayError, gatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
-import type { Exchange, LocalReply, PolicyInstance, UpstreamAnswer } from "../policy.ts";
+import type { LocalReply, PolicyInstance, UpstreamAnswer } from "../policy.ts";
+import type { CoreExchange } from "./exchange.ts";
 
 /** A policy instance and the name it is configured under (`policies.<name>`). */
 export interface NamedPolicy {
@@ -21,23 +22,26 @@ export interface NamedPolicy {
 export type PolicyFailure = (
   policy: string,
   phase: string,
-  exchange: Exchange | undefined,
+  exchange: CoreExchange | undefined,
   error: unknown,
 ) => void;
 
 /** One operation's phases, every one guarded, in the order they run. */
 export interface Chain {
-  readonly request: readonly ((exchange: Exchange) => GatewayError | undefined)[];
-  readonly requestBody: readonly ((exchange: Exchange) => GatewayError | undefined)[];
-  readonly response: readonly ((exchange: Exchange, answer: UpstreamAnswer) => GatewayError | undefined)[];
-  readonly reply: readonly ((exchange: Exchange, status: number, headers: OutgoingHttpHeaders) => void)[];
+  readonly request: readonly ((exchange: CoreExchange) => GatewayError | undefined)[];
+  readonly requestBody: readonly ((exchange: CoreExchange) => GatewayError | undefined)[];
+  readonly response: readonly ((
+    exchange: CoreExchange,
+    answer: UpstreamAnswer,
+  ) => GatewayError | undefined)[];
+  readonly reply: readonly ((exchange: CoreExchange, status: number, headers: OutgoingHttpHeaders) => void)[];
   /** Some response phase reads the body: JSON answers are then buffered up to the cap. */
   readonly readsResponseBody: boolean;
 }
 
 /** What runs before routing, for every request, and the credential question asked of a client's request id. */
 export interface ArrivalPhases {
-  readonly arrival: readonly ((exchange: Exchange) => GatewayError | LocalReply | undefined)[];
+  readonly arrival: readonly ((exchange: CoreExchange) => GatewayError | LocalReply | undefined)[];
   readonly isCredential: (value: string) => boolean;
 }
 
@@ -124,7 +128,7 @@ function guard<F extends (...args: never[]) => unknown>(
     try {
       return bound(a, b, c);
     } catch (error) {
-      failed(policy, phaseName, typeof a === "object" ? (a as Exchange) : undefined, error);
+      failed(policy, phaseName, typeof a === "object" ? (a as CoreExchange) : undefined, error);
       return failedWith;
     }
   }) as unknown as F;

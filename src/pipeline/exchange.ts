@@ -2,10 +2,68 @@
 // objects of its request (the request, the response, the backend's answer), so that no closure
 // is made per request to remember it.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { GatewayError } from "../errors.ts";
+import type { Operation } from "../openapi.ts";
 import type { Exchange } from "../policy.ts";
 
+/** The exchange as the core holds it: the policies' view plus the core's own bookkeeping. */
+export interface CoreExchange extends Exchange {
+  operation: Operation | undefined;
+  pathParams: Record<string, string>;
+  readonly query: Map<string, string>;
+  /** Set when a policy changed the query: the core then serialises it for the backend. */
+  queryChanged: boolean;
+  consumer: string | undefined;
+  body: Buffer | undefined;
+  rejection: GatewayError | undefined;
+  upstreamStartedAt: number;
+  upstreamEndedAt: number;
+  upstreamStatus: number;
+  finished: boolean;
+}
+
 const EXCHANGE = Symbol("exchange");
-type Carrier = { [EXCHANGE]?: Exchange };
+type Carrier = { [EXCHANGE]?: CoreExchange };
+
+// A class, so that the setters live once on its prototype rather than as closures per request.
+class RequestExchange implements CoreExchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly requestId: string;
+  readonly clientAddress: string;
+  readonly url: string;
+  readonly startedAt = performance.now();
+  operation: Operation | undefined = undefined;
+  pathParams: Record<string, string> = {};
+  readonly query = new Map<string, string>();
+  queryChanged = false;
+  consumer: string | undefined = undefined;
+  body: Buffer | undefined = undefined;
+  readonly responseHeaders: Record<string, string> = {};
+  readonly notes: Record<string, string | number | boolean> = {};
+  rejection: GatewayError | undefined = undefined;
+  upstreamStartedAt = 0;
+  upstreamEndedAt = 0;
+  upstreamStatus = 0;
+  finished = false;
+
+  constructor(req: IncomingMessage, res: ServerResponse, requestId: string, clientAddress: string) {
+    this.req = req;
+    this.res = res;
+    this.requestId = requestId;
+    this.clientAddress = clientAddress;
+    this.url = req.url ?? "";
+  }
+
+  setQueryParameter(name: string, value: string): void {
+    this.query.set(name, value);
+    this.queryChanged = true;
+  }
+
+  identify(consumer: string): void {
+    this.consumer = consumer;
+  }
+}
 
 /** A new exchange, carried by its request and its response. */
 export function newExchange(
@@ -13,39 +71,18 @@ export function newExchange(
   res: ServerResponse,
   requestId: string,
   clientAddress: string,
-): Exchange {
-  const exchange: Exchange = {
-    req,
-    res,
-    url: req.url ?? "",
-    requestId,
-    startedAt: performance.now(),
-    clientAddress,
-    operation: undefined,
-    pathParams: {},
-    query: new Map(),
-    queryChanged: false,
-    consumer: undefined,
-    body: undefined,
-    bodyJson: undefined,
-    responseHeaders: {},
-    notes: {},
-    rejection: undefined,
-    upstreamStartedAt: 0,
-    upstreamEndedAt: 0,
-    upstreamStatus: 0,
-    finished: false,
-  };
+): CoreExchange {
+  const exchange = new RequestExchange(req, res, requestId, clientAddress);
   (req as Carrier)[EXCHANGE] = exchange;
   (res as Carrier)[EXCHANGE] = exchange;
   return exchange;
 }
 
 /** The backend's answer carries its exchange too, for the handlers every streamed answer shares. */
-export function carryExchange(response: IncomingMessage, exchange: Exchange): void {
+export function carryExchange(response: IncomingMessage, exchange: CoreExchange): void {
   (response as Carrier)[EXCHANGE] = exchange;
 }
 
-export function exchangeOf(carrier: unknown): Exchange | undefined {
+export function exchangeOf(carrier: unknown): CoreExchange | undefined {
   return (carrier as Carrier)[EXCHANGE];
 }

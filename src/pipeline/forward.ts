@@ -1,16 +1,16 @@
 // The request as the backend gets it: no hop-by-hop header, the X-Forwarded-* headers the
 // deployment's trusted proxies allow, the gateway's request id, and a body of known length.
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
-import type { Exchange } from "../policy.ts";
 import type { Upstream } from "../proxy.ts";
 import { type TrustedProxies, unmappedAddress } from "../trusted-proxies.ts";
 import { dropHopByHop } from "./canonical-request.ts";
 import type { Chain } from "./chains.ts";
+import type { CoreExchange } from "./exchange.ts";
 
 const FORWARDED_FOR = "x-forwarded-for";
 
 export function forward(
-  exchange: Exchange,
+  exchange: CoreExchange,
   chain: Chain,
   body: Buffer | undefined,
   upstream: Pick<Upstream, "forward">,

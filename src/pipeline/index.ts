@@ -10,7 +10,6 @@ import type { GatewayConfig } from "../config.ts";
 import { type GatewayError, gatewayError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ApiDescription } from "../openapi.ts";
-import type { Exchange } from "../policy.ts";
 import { createUpstream, type Upstream } from "../proxy.ts";
 import { createRouter } from "../router.ts";
 import { trustedProxies } from "../trusted-proxies.ts";
@@ -18,6 +17,7 @@ import { markExpectingContinue, readBody } from "./body.ts";
 import { canonicalTarget, parseQuery, scrubRequestHeaders, serializeQuery } from "./canonical-request.ts";
 import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
 import { admitRequest, isClosing, waitTurn } from "./connection-state.ts";
+import type { CoreExchange } from "./exchange.ts";
 import { exchangeOf, newExchange } from "./exchange.ts";
 import { clientAddressOf, forward } from "./forward.ts";
 import { createLocalReplies } from "./local-replies.ts";
@@ -58,7 +58,12 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const { config, api, metrics, logger } = options;
   const router = createRouter(api.basePath, api.operations);
   // A policy that throws fails its request, not the process (chains.ts): logged here.
-  const policyFailed = (policy: string, phase: string, exchange: Exchange | undefined, error: unknown) => {
+  const policyFailed = (
+    policy: string,
+    phase: string,
+    exchange: CoreExchange | undefined,
+    error: unknown,
+  ) => {
     if (exchange) exchange.notes.policyFailed = `${policy} ${phase}`;
     logger.error(
       {
@@ -81,7 +86,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   const isDraining = () => draining;
   // The upstream is made last, since its handlers are the upstream answer's, which refuse through
   // the local replies: those reach it only once a request runs.
-  const abandonUpstream = (exchange: Exchange) => upstream.abandon(exchange);
+  const abandonUpstream = (exchange: CoreExchange) => upstream.abandon(exchange);
   const { reject, answerLocally } = createLocalReplies(chains, abandonUpstream, isDraining);
   const answers = createUpstreamAnswers({
     chains,
@@ -162,7 +167,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     readBody(exchange, chain, config.server.maxRequestBodyBytes, bodyRead, refuseTooLarge);
   }
 
-  function bodyRead(exchange: Exchange, chain: Chain): void {
+  function bodyRead(exchange: CoreExchange, chain: Chain): void {
     for (const phase of chain.requestBody) {
       const error = phase(exchange);
       if (error) return reject(exchange, error);
@@ -171,7 +176,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   }
 
   // Closes the connection: the rest of the body is never read.
-  function refuseTooLarge(exchange: Exchange): void {
+  function refuseTooLarge(exchange: CoreExchange): void {
     reject(exchange, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage), true);
   }
 

@@ -10,24 +10,25 @@ import { type ErrorCode, errorBody, type GatewayError, gatewayError } from "../e
 import { type Metrics, UNMATCHED } from "../metrics.ts";
 import { pendingResponse } from "../node-internals.ts";
 import type { Operation } from "../openapi.ts";
-import type { Exchange, LocalReply } from "../policy.ts";
+import type { LocalReply } from "../policy.ts";
 import { finishHeaders } from "./answer-headers.ts";
 import type { Chain } from "./chains.ts";
 import { isClosing, markClosing } from "./connection-state.ts";
+import type { CoreExchange } from "./exchange.ts";
 
 export interface LocalReplies {
   /**
    * Answers the exchange with the error, unless an answer is already under way; closeConnection
    * (or a request body left unread) closes the connection once it is written.
    */
-  reject(exchange: Exchange, error: GatewayError, closeConnection?: boolean): void;
+  reject(exchange: CoreExchange, error: GatewayError, closeConnection?: boolean): void;
   /** A policy's own answer that is not an error: headers, no body. */
-  answerLocally(exchange: Exchange, reply: LocalReply): void;
+  answerLocally(exchange: CoreExchange, reply: LocalReply): void;
 }
 
 export function createLocalReplies(
   chains: ReadonlyMap<Operation, Chain>,
-  abandonUpstream: (exchange: Exchange) => void,
+  abandonUpstream: (exchange: CoreExchange) => void,
   isDraining: () => boolean,
 ): LocalReplies {
   return {

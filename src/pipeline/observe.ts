@@ -5,21 +5,21 @@ import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { flatLineLogger } from "../logger.ts";
 import { type Metrics, UNMATCHED } from "../metrics.ts";
-import type { Exchange } from "../policy.ts";
 import { loggedPath } from "../untrusted-text.ts";
 import { requestEnded } from "./connection-state.ts";
+import type { CoreExchange } from "./exchange.ts";
 import { exchangeOf } from "./exchange.ts";
 
 /** The handler for every response's 'close': shared by all requests, it finds the exchange on the response. */
 export function createObserve(
   metrics: Metrics,
   logger: Logger,
-  abandonUpstream: (exchange: Exchange) => void,
+  abandonUpstream: (exchange: CoreExchange) => void,
 ): (this: ServerResponse) => void {
   const accessLog = flatLineLogger(logger);
 
   // The one observe step every request ends in: metrics and the access log line.
-  function observe(exchange: Exchange, status: number): void {
+  function observe(exchange: CoreExchange, status: number): void {
     const operation = exchange.operation?.id ?? UNMATCHED;
     const method = exchange.req.method ?? "";
     const end = performance.now();

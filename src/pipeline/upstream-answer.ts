@@ -7,18 +7,19 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from "
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import { type GatewayError, gatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
-import type { Exchange, UpstreamAnswer } from "../policy.ts";
+import type { UpstreamAnswer } from "../policy.ts";
 import { type UpstreamFault, upstreamDone } from "../proxy.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../untrusted-text.ts";
 import { finishHeaders } from "./answer-headers.ts";
 import { connectionListed, isHopByHop } from "./canonical-request.ts";
 import type { Chain } from "./chains.ts";
+import type { CoreExchange } from "./exchange.ts";
 import { carryExchange, exchangeOf } from "./exchange.ts";
 import type { LocalReplies } from "./local-replies.ts";
 
 export interface UpstreamAnswers {
-  onResponse(exchange: Exchange, response: IncomingMessage): void;
-  onFault(exchange: Exchange, fault: UpstreamFault, detail: string): void;
+  onResponse(exchange: CoreExchange, response: IncomingMessage): void;
+  onFault(exchange: CoreExchange, fault: UpstreamFault, detail: string): void;
 }
 
 export interface UpstreamAnswerOptions {
@@ -34,7 +35,7 @@ export interface UpstreamAnswerOptions {
 export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamAnswers {
   const { chains, reject, maxBodyBytes, timeoutMs, isDraining } = options;
 
-  function onResponse(exchange: Exchange, response: IncomingMessage): void {
+  function onResponse(exchange: CoreExchange, response: IncomingMessage): void {
     exchange.upstreamStatus = response.statusCode ?? 502;
     carryExchange(response, exchange);
     const chain = chains.get(exchange.operation as Operation) as Chain;
@@ -77,13 +78,13 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
 
   // The deadline covers the whole answer, not just its head: a backend that stalls mid-body (or
   // a client that reads slowly and holds a backend socket) is cut off like one that never answers.
-  function streamRest(exchange: Exchange, response: IncomingMessage): void {
+  function streamRest(exchange: CoreExchange, response: IncomingMessage): void {
     response.on("error", onStreamedResponseError);
     response.once("end", () => upstreamDone(exchange));
     response.pipe(exchange.res);
   }
 
-  function bufferResponse(exchange: Exchange, chain: Chain, response: IncomingMessage): void {
+  function bufferResponse(exchange: CoreExchange, chain: Chain, response: IncomingMessage): void {
     const limit = maxBodyBytes;
     const chunks: Buffer[] = [];
     let size = 0;
@@ -142,7 +143,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
   }
 
   function runResponsePhases(
-    exchange: Exchange,
+    exchange: CoreExchange,
     chain: Chain,
     answer: UpstreamAnswer,
   ): GatewayError | undefined {
@@ -154,7 +155,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
   }
 
   function writeUpstreamHead(
-    exchange: Exchange,
+    exchange: CoreExchange,
     chain: Chain,
     response: IncomingMessage,
     decoded: Buffer | undefined,
@@ -169,7 +170,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
     exchange.res.writeHead(exchange.upstreamStatus, headers);
   }
 
-  function onFault(exchange: Exchange, fault: UpstreamFault, detail: string): void {
+  function onFault(exchange: CoreExchange, fault: UpstreamFault, detail: string): void {
     exchange.notes.upstreamFault = detail;
     if (exchange.res.headersSent) {
       // Mid-body: the client must see a broken answer, never a complete-looking short one.

@@ -9,8 +9,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { buildOpsServer } from "../../src/gateway.ts";
-import { createOpsHandler, type OpsSource } from "../../src/ops.ts";
-import type { OpsReport } from "../../src/policy.ts";
+import { createOpsHandler, type OpsSource, type ServedReport } from "../../src/ops.ts";
 import {
   type Behaviour,
   jsonAnswer,
@@ -420,7 +419,7 @@ describe("request ids, secrets and bounded labels", () => {
       contentType: "text/plain",
       reportParts: () => Promise.reject(new Error("a worker did not answer")),
     };
-    const report: OpsReport = { collect: () => ({}), merge: () => ({}), render: () => {} };
+    const report: ServedReport = { merge: () => ({}), render: () => {} };
     const server = buildOpsServer(
       createOpsHandler({
         source: failing,

@@ -5,7 +5,7 @@ import type { IncomingMessage } from "node:http";
 import { test } from "node:test";
 import { markExpectingContinue, readBody } from "../../../src/pipeline/body.ts";
 import type { Chain } from "../../../src/pipeline/chains.ts";
-import type { Exchange } from "../../../src/policy.ts";
+import type { CoreExchange } from "../../../src/pipeline/exchange.ts";
 
 const chain = { request: [], requestBody: [], response: [], reply: [], readsResponseBody: false } as Chain;
 
@@ -17,11 +17,11 @@ function fakeExchange(headers: Record<string, string> = {}) {
     res: { writeContinue: () => void continued++ },
     body: undefined,
     finished: false,
-  } as unknown as Exchange;
+  } as unknown as CoreExchange;
   return { req, exchange, continued: () => continued };
 }
 
-function outcome(exchange: Exchange, limit: number) {
+function outcome(exchange: CoreExchange, limit: number) {
   const seen: string[] = [];
   readBody(
     exchange,

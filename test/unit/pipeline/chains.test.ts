@@ -6,11 +6,12 @@ import { test } from "node:test";
 import { gatewayError } from "../../../src/errors.ts";
 import type { Operation } from "../../../src/openapi.ts";
 import { buildArrival, buildChains, type NamedPolicy } from "../../../src/pipeline/chains.ts";
-import type { Exchange, OperationPolicy, UpstreamAnswer } from "../../../src/policy.ts";
+import type { CoreExchange } from "../../../src/pipeline/exchange.ts";
+import type { OperationPolicy, UpstreamAnswer } from "../../../src/policy.ts";
 
 const listPets = { id: "listPets" } as unknown as Operation;
 const getPet = { id: "getPet" } as unknown as Operation;
-const exchange = { notes: {} } as unknown as Exchange;
+const exchange = { notes: {} } as unknown as CoreExchange;
 const answer: UpstreamAnswer = {
   status: 200,
   headers: {},

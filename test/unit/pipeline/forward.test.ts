@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { test } from "node:test";
 import type { Chain } from "../../../src/pipeline/chains.ts";
+import type { CoreExchange } from "../../../src/pipeline/exchange.ts";
 import { clientAddressOf, forward } from "../../../src/pipeline/forward.ts";
-import type { Exchange } from "../../../src/policy.ts";
 import { trustedProxies } from "../../../src/trusted-proxies.ts";
 
 const plain = { request: [], requestBody: [], response: [], reply: [], readsResponseBody: false } as Chain;
@@ -17,7 +17,7 @@ function request(headers: IncomingHttpHeaders, remoteAddress = "::ffff:203.0.113
 
 function forwarded(req: IncomingMessage, chain: Chain, body?: Buffer) {
   const sent: unknown[] = [];
-  const exchange = { req, requestId: "id-1" } as unknown as Exchange;
+  const exchange = { req, requestId: "id-1" } as unknown as CoreExchange;
   forward(exchange, chain, body, { forward: (...args) => void sent.push(args) }, trusted);
   assert.deepEqual(sent, [[exchange, body]]);
   return req.headers;

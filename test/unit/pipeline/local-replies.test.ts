@@ -9,12 +9,12 @@ import type { Operation } from "../../../src/openapi.ts";
 import { finishHeaders } from "../../../src/pipeline/answer-headers.ts";
 import type { Chain } from "../../../src/pipeline/chains.ts";
 import { isClosing } from "../../../src/pipeline/connection-state.ts";
+import type { CoreExchange } from "../../../src/pipeline/exchange.ts";
 import {
   createLocalReplies,
   startsWithMethodToken,
   writeRawAnswer,
 } from "../../../src/pipeline/local-replies.ts";
-import type { Exchange } from "../../../src/policy.ts";
 
 const getPet = { id: "getPet" } as unknown as Operation;
 
@@ -47,7 +47,7 @@ function fakeExchange(request: { method?: string; headers?: Record<string, strin
     notes: {},
     rejection: undefined,
     finished: false,
-  } as unknown as Exchange;
+  } as unknown as CoreExchange;
   return { exchange, written, socket };
 }
 
@@ -64,7 +64,7 @@ const replyPhases = (name: string): Chain => ({
 });
 
 test("a refusal is the Error object, uncached, with the request id, and it is noted on the exchange", () => {
-  const abandoned: Exchange[] = [];
+  const abandoned: CoreExchange[] = [];
   const { reject } = createLocalReplies(
     new Map(),
     (exchange) => void abandoned.push(exchange),

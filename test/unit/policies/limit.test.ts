@@ -1,18 +1,20 @@
 // The limit policy's request phase, called in memory with a fake exchange: no server, no socket.
 import assert from "node:assert/strict";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { test } from "node:test";
 import pino from "pino";
 import limit from "../../../policies/limit/index.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../../src/config.ts";
 import { createMetrics } from "../../../src/metrics.ts";
 import { loadApiDescription, type Operation } from "../../../src/openapi.ts";
-import type { Exchange } from "../../../src/policy.ts";
+import { type CoreExchange, newExchange } from "../../../src/pipeline/exchange.ts";
 
 const api = loadApiDescription(DEFAULT_OPENAPI_FILE);
 const listPets = api.operation("listPets") as Operation;
 
 function onRequest() {
   const { registry } = createMetrics({ defaultMetrics: false });
+  assert.ok(limit.metrics, "the limit policy registers its own counter");
   const instance = limit.create(
     { parameters: ["listPets.limit"] },
     {
@@ -22,20 +24,23 @@ function onRequest() {
       now: Date.now,
       responseHeaders: () => [],
     },
-    limit.metrics?.(registry),
+    limit.metrics(registry),
   );
   const phase = instance.forOperation(listPets)?.onRequest;
   assert.ok(phase);
   return { phase, registry };
 }
 
-function exchange(query: Record<string, string>): Exchange {
-  return {
-    query: new Map(Object.entries(query)),
-    queryChanged: false,
-    responseHeaders: {},
-    notes: {},
-  } as Partial<Exchange> as Exchange;
+/** The core's own exchange, over a request that never touched a socket, the query parsed. */
+function exchange(query: Record<string, string>): CoreExchange {
+  const made = newExchange(
+    { url: "/v1/pets", headers: {} } as IncomingMessage,
+    {} as ServerResponse,
+    "id-1",
+    "",
+  );
+  for (const [name, value] of Object.entries(query)) made.query.set(name, value);
+  return made;
 }
 
 test("a limit above the maximum is clamped, told in a header and counted on the policy's own counter", async () => {

@@ -1,0 +1,136 @@
+// How a cluster primary answers the ops port for its whole group: it asks every live worker for
+// its part (metrics, or a report), waits a bounded time, merges the parts with what workers that
+// died had counted, and hands the result to the ops handler as its source.
+import type { Worker } from "node:cluster";
+import { AggregatorRegistry, type Registry } from "prom-client";
+import type { OpsSource, ServedReport } from "../ops.ts";
+import {
+  COLLECT,
+  COLLECTED,
+  type CollectedMessage,
+  type CollectMessage,
+  type CollectRequest,
+  type MetricJson,
+  type MetricsPart,
+  typeOf,
+} from "./protocol.ts";
+
+/** A worker that does not answer in time is represented by what it said last. */
+const COLLECT_TIMEOUT_MS = 3000;
+
+/** What the primary keeps of one worker's answers. */
+export interface Parts {
+  /** What the current worker said last, used when it does not answer in time and kept when it dies. */
+  metrics: MetricsPart | undefined;
+  readonly reports: Map<string, unknown>;
+}
+
+export interface GroupCollection {
+  readonly source: OpsSource;
+  /** Wires a new worker's answers. */
+  listen(worker: Worker): void;
+  /** A worker died: what it had counted stays in the group's figures (a counter never goes down). */
+  retire(parts: Parts): void;
+}
+
+export function createGroupCollection(options: {
+  /** The live workers with their parts (a worker's answer counts only if it still holds its slot). */
+  live(): readonly { readonly worker: Worker; readonly parts: Parts; holds(worker: Worker): boolean }[];
+  readonly reports: ReadonlyMap<string, ServedReport>;
+  /** The primary's own series (gateway_workers, restarts), refreshed by beforeScrape. */
+  readonly registry: Registry;
+  beforeScrape(): void;
+}): GroupCollection {
+  const { reports, registry } = options;
+  let retiredMetrics: MetricsPart[] = [];
+  const retiredReports = new Map<string, unknown>();
+  const pending = new Map<number, (reply: CollectedMessage | undefined) => void>();
+  let nextId = 0;
+
+  const ask = (worker: Worker, request: CollectRequest): Promise<CollectedMessage | undefined> =>
+    new Promise((resolve) => {
+      if (!worker.isConnected()) return resolve(undefined);
+      const id = nextId++;
+      const settle = (reply: CollectedMessage | undefined) => {
+        clearTimeout(timer);
+        pending.delete(id);
+        resolve(reply);
+      };
+      const timer = setTimeout(settle, COLLECT_TIMEOUT_MS, undefined);
+      pending.set(id, settle);
+      const message: CollectMessage = { type: COLLECT, id, ...request };
+      worker.send(message, (error: Error | null) => {
+        if (error) settle(undefined);
+      });
+    });
+
+  const askEach = (request: CollectRequest, keep: (parts: Parts, part: unknown) => void) =>
+    Promise.all(
+      options.live().map(async (slot) => {
+        const { worker } = slot;
+        const reply = await ask(worker, request);
+        if (slot.holds(worker) && reply !== undefined) keep(slot.parts, reply.part);
+      }),
+    );
+
+  const source: OpsSource = {
+    contentType: registry.contentType,
+    async metrics() {
+      await askEach({ what: "metrics" }, (parts, part) => {
+        if (Array.isArray(part)) parts.metrics = part as MetricsPart;
+      });
+      options.beforeScrape();
+      const all: MetricsPart[] = [...retiredMetrics];
+      for (const { parts } of options.live()) if (parts.metrics) all.push(parts.metrics);
+      all.push((await registry.getMetricsAsJSON()) as unknown as MetricsPart);
+      return AggregatorRegistry.aggregate(all as MetricsPart[]).metrics();
+    },
+    async reportParts(path) {
+      await askEach({ what: "report", path }, (parts, part) => {
+        if (part !== undefined) parts.reports.set(path, part);
+      });
+      const all: unknown[] = [];
+      for (const { parts } of options.live()) if (parts.reports.has(path)) all.push(parts.reports.get(path));
+      if (retiredReports.has(path)) all.push(retiredReports.get(path));
+      return all;
+    },
+  };
+
+  return {
+    source,
+    listen(worker) {
+      worker.on("message", (message: unknown) => {
+        if (typeOf(message) !== COLLECTED) return;
+        pending.get((message as CollectedMessage).id)?.(message as CollectedMessage);
+      });
+    },
+    retire(parts) {
+      if (parts.metrics) {
+        const monotonic = parts.metrics.filter(
+          (metric) => metric.type === "counter" || metric.type === "histogram",
+        );
+        retiredMetrics = [compact([...retiredMetrics, monotonic])];
+      }
+      for (const [path, part] of parts.reports) {
+        const report = reports.get(path);
+        if (!report) continue;
+        retiredReports.set(
+          path,
+          retiredReports.has(path) ? report.merge([retiredReports.get(path), part]) : part,
+        );
+      }
+      parts.metrics = undefined;
+      parts.reports.clear();
+    },
+  };
+}
+
+/** Sums snapshots into one (synchronously, so it never races a scrape). */
+function compact(parts: readonly MetricsPart[]): MetricsPart {
+  return AggregatorRegistry.aggregate(parts as MetricsPart[])
+    .getMetricsAsArray()
+    .map((metric) => {
+      const { name, help, type, aggregator, values } = metric as unknown as MetricJson;
+      return { name, help, type, aggregator, values };
+    });
+}

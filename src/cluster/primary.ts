@@ -1,0 +1,222 @@
+// All the cores of a machine: WORKERS=<n> runs n worker processes behind one public port
+// (node:cluster). The primary serves no requests and runs no policy: it runs the ops port,
+// answers /metrics and the policies' reports for the whole group (collection.ts), restarts a
+// worker that dies (backing off when one keeps dying young), and passes a graceful shutdown and a
+// reload on to the workers.
+import cluster, { type Worker } from "node:cluster";
+import type { AddressInfo } from "node:net";
+import { availableParallelism } from "node:os";
+import { Counter, Gauge, Registry } from "prom-client";
+import { buildOpsServer } from "../gateway.ts";
+import { listen } from "../listen.ts";
+import type { LoggerHandle } from "../logger.ts";
+import { type ApiDescription, loadApiDescription } from "../openapi.ts";
+import { createOpsHandler, reportsOf } from "../ops.ts";
+import { closeAndExit, exitOnFatalError, logListening, type ProcessSetup } from "../serve.ts";
+import { shutdownOnSignals } from "../shutdown.ts";
+import { createGroupCollection, type Parts } from "./collection.ts";
+import { RELOAD, SHUTDOWN, tell, WORKER_SETUP, type WorkerSetup } from "./protocol.ts";
+
+/** A worker that lived at least this long was not crash-looping: restart it at once. */
+const STABLE_UPTIME_MS = 10_000;
+const FIRST_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 10_000;
+/** Workers drain on their own deadline; the primary allows them this much longer to exit. */
+const WORKER_EXIT_GRACE_MS = 2000;
+
+/** WORKERS as a number of processes: `auto` is one per core the process may use. */
+export function workerCount(setting: number | "auto"): number {
+  return setting === "auto" ? availableParallelism() : setting;
+}
+
+/**
+ * How long to wait before starting a worker again. A worker that died young extends the streak of
+ * quick deaths and the wait doubles (100 ms, 200 ms, ... up to 10 s), so a crash loop does not
+ * spin; one that had been up a while is restarted at once and the streak starts over.
+ */
+export function nextRestart(streak: number, uptimeMs: number): { streak: number; delayMs: number } {
+  const next = uptimeMs < STABLE_UPTIME_MS ? streak + 1 : 0;
+  return {
+    streak: next,
+    delayMs: next === 0 ? 0 : Math.min(FIRST_BACKOFF_MS * 2 ** (next - 1), MAX_BACKOFF_MS),
+  };
+}
+
+export interface PrimaryOptions {
+  readonly setup: ProcessSetup;
+  readonly workers: number;
+  readonly log: LoggerHandle;
+  /** Once, when the first worker listens (the port is then known, also when PORT=0). */
+  readonly onListening?: (port: number, opsPort: number, api: ApiDescription) => void;
+  /** After every worker has exited, before the logs are flushed (e.g. stop the demo backend). */
+  readonly onStopped?: () => Promise<void>;
+}
+
+interface Slot {
+  worker: Worker | undefined;
+  startedAt: number;
+  listening: boolean;
+  /** Quick deaths in a row (see nextRestart). */
+  streak: number;
+  restartTimer: NodeJS.Timeout | undefined;
+  readonly parts: Parts;
+}
+
+export async function runPrimary(options: PrimaryOptions): Promise<void> {
+  const { setup, log } = options;
+  const { config } = setup;
+  const { logger } = log;
+  // The document is compiled here too, so that a broken one fails once, before any worker starts;
+  // everything else (the keys, the policies) is the workers' own.
+  const api = loadApiDescription(config.openapi);
+  const reports = reportsOf(setup.policies, config.policies);
+
+  // The primary's own series; the gateway's are the workers'.
+  const registry = new Registry();
+  const workersUp = new Gauge({
+    name: "gateway_workers",
+    help: "Worker processes listening for requests",
+    registers: [registry],
+  });
+  const restarts = new Counter({
+    name: "gateway_worker_restarts_total",
+    help: "Workers started again after one exited while the gateway was not shutting down",
+    registers: [registry],
+  });
+
+  const slots: Slot[] = Array.from({ length: options.workers }, () => ({
+    worker: undefined,
+    startedAt: 0,
+    listening: false,
+    streak: 0,
+    restartTimer: undefined,
+    parts: { metrics: undefined, reports: new Map() },
+  }));
+  let everListened = false;
+  let stopping = false;
+  let finishing = false;
+  let exitCode = 0;
+  let opsPort = 0;
+
+  const live = () => slots.filter((slot) => slot.worker !== undefined);
+  const collection = createGroupCollection({
+    live: () =>
+      live().map((slot) => ({
+        worker: slot.worker as Worker,
+        parts: slot.parts,
+        holds: (worker: Worker) => slot.worker === worker,
+      })),
+    reports,
+    registry,
+    beforeScrape: () => workersUp.set(slots.filter((slot) => slot.listening).length),
+  });
+
+  const fork = (slot: Slot) => {
+    slot.restartTimer = undefined;
+    const workerSetup: WorkerSetup = {
+      config,
+      upstreamUrl: setup.upstreamUrl,
+      environment: setup.environment,
+    };
+    const worker = cluster.fork({ [WORKER_SETUP]: JSON.stringify(workerSetup) });
+    slot.worker = worker;
+    slot.startedAt = performance.now();
+    slot.listening = false;
+    // A message to a worker that is dying fails with EPIPE: its 'exit' tells the rest.
+    worker.on("error", () => {});
+    collection.listen(worker);
+    worker.on("listening", (address: { port: number }) => {
+      slot.listening = true;
+      logger.info({ worker: worker.process.pid }, "worker listening");
+      if (everListened) return;
+      everListened = true;
+      logListening(log, setup, { port: address.port, opsPort, workers: options.workers });
+      options.onListening?.(address.port, opsPort, api);
+      if (!stopping) for (const other of slots) if (other.worker === undefined) fork(other);
+    });
+    worker.on("exit", (code: number | null, signal: string | null) => onExit(slot, worker, code, signal));
+  };
+
+  const onExit = (slot: Slot, worker: Worker, code: number | null, signal: string | null) => {
+    if (slot.worker !== worker) return;
+    slot.worker = undefined;
+    slot.listening = false;
+    collection.retire(slot.parts);
+    const pid = worker.process.pid;
+    if (stopping) {
+      if (live().length === 0) void finish();
+      return;
+    }
+    if (!everListened) {
+      // Start-up failed (the worker printed why): a fresh start cannot do better; stop the group.
+      logger.error({ worker: pid, code, signal }, "a worker failed to start; stopping");
+      exitCode = 1;
+      stop("a worker failed to start");
+      return;
+    }
+    const restart = nextRestart(slot.streak, performance.now() - slot.startedAt);
+    slot.streak = restart.streak;
+    restarts.inc();
+    logger.warn(
+      { worker: pid, code, signal, restartInMs: restart.delayMs },
+      "worker exited; starting a new one",
+    );
+    slot.restartTimer = setTimeout(fork, restart.delayMs, slot);
+  };
+
+  const finish = async () => {
+    if (finishing) return;
+    finishing = true;
+    await closeAndExit(opsServer, undefined, options, exitCode);
+  };
+
+  const opsServer = buildOpsServer(
+    createOpsHandler({
+      reports,
+      isReady: () => !stopping && slots.some((slot) => slot.listening),
+      source: collection.source,
+      logger,
+    }),
+    config.server,
+  );
+  await listen(opsServer, config, "ops");
+  opsPort = (opsServer.address() as AddressInfo).port;
+
+  const stop = shutdownOnSignals({
+    log,
+    deadlineMs: config.server.shutdownTimeoutMs + WORKER_EXIT_GRACE_MS,
+    fields: () => ({ workers: live().length }),
+    begin() {
+      // Readiness goes false at once; each worker keeps serving through its own drain delay.
+      stopping = true;
+      for (const slot of slots) {
+        if (slot.restartTimer) clearTimeout(slot.restartTimer);
+        slot.restartTimer = undefined;
+        if (slot.worker) tell(slot.worker, { type: SHUTDOWN });
+      }
+      if (live().length === 0) void finish();
+    },
+    onDeadline() {
+      logger.warn({ workers: live().length }, "shutdown deadline reached; killing the workers left");
+      for (const slot of live()) slot.worker?.process.kill("SIGKILL");
+    },
+    // A second signal means now, for the workers too (theirs flush their logs on the way out).
+    onSecondSignal: (signal) => {
+      for (const slot of live()) slot.worker?.process.kill(signal);
+    },
+  });
+  process.on("SIGHUP", () => {
+    for (const slot of live()) tell(slot.worker as Worker, { type: RELOAD });
+  });
+
+  // A worker whose primary is gone stops by itself ('disconnect'); told with SIGTERM, it drains
+  // and says why in its own log, whatever becomes of the primary's channel.
+  exitOnFatalError(log, () => {
+    for (const slot of live()) slot.worker?.process.kill("SIGTERM");
+  });
+
+  // One worker first, the others once it listens: an address that cannot be listened on (a busy
+  // port, a host that does not resolve) fails in that one worker and is told in one line, not
+  // once per worker, racing.
+  fork(slots[0] as Slot);
+}

@@ -1,0 +1,51 @@
+// What a cluster primary and its workers say to each other over IPC: the setup a worker starts
+// with, the primary's questions (collect your metrics, your part of a report), the workers'
+// answers, and the two orders (shut down, reload). Plain JSON, as IPC carries it.
+import type { Worker } from "node:cluster";
+import type { GatewayConfig } from "../config.ts";
+
+/** The environment variable that carries the primary's setup to a worker. */
+export const WORKER_SETUP = "PETSTORE_GATEWAY_WORKER";
+export const COLLECT = "petstore-gateway:collect";
+export const COLLECTED = "petstore-gateway:collected";
+export const SHUTDOWN = "petstore-gateway:shutdown";
+export const RELOAD = "petstore-gateway:reload";
+
+/** The part of the setup that crosses to a worker (the policies are the worker's own import). */
+export interface WorkerSetup {
+  /** Validated by the primary; the worker validates it again with its own policy list. */
+  readonly config: GatewayConfig;
+  readonly upstreamUrl: string;
+  readonly environment: string;
+}
+
+export type CollectRequest =
+  | { readonly what: "metrics" }
+  | { readonly what: "report"; readonly path: string };
+export type CollectMessage = CollectRequest & { readonly type: typeof COLLECT; readonly id: number };
+export interface CollectedMessage {
+  readonly type: typeof COLLECTED;
+  readonly id: number;
+  readonly part?: unknown;
+  readonly error?: string;
+}
+
+/** One process's metrics as registry.getMetricsAsJSON() gives them. */
+export type MetricsPart = readonly MetricJson[];
+export interface MetricJson {
+  readonly name: string;
+  readonly type: string;
+  readonly aggregator: string;
+  readonly help: string;
+  readonly values: readonly unknown[];
+}
+
+/** The type of a message, if it is one of ours. */
+export function typeOf(message: unknown): unknown {
+  return (message as { type?: unknown } | null)?.type;
+}
+
+/** A message that may not arrive (the worker may be on its way out). */
+export function tell(worker: Worker, message: { readonly type: string }): void {
+  if (worker.isConnected()) worker.send(message, (error: Error | null) => void error);
+}

@@ -1,0 +1,60 @@
+// A cluster worker: serves requests like a single process, without the ops port (the primary's),
+// and answers the primary's questions and orders.
+import { validateConfig } from "../config.ts";
+import { createLogger } from "../logger.ts";
+import type { AnyPolicyDefinition } from "../policy.ts";
+import { type Serving, serve } from "../serve.ts";
+import {
+  COLLECT,
+  COLLECTED,
+  type CollectedMessage,
+  type CollectMessage,
+  RELOAD,
+  SHUTDOWN,
+  typeOf,
+  WORKER_SETUP,
+  type WorkerSetup,
+} from "./protocol.ts";
+
+export async function runWorker(policies: readonly AnyPolicyDefinition[]): Promise<void> {
+  const raw = process.env[WORKER_SETUP];
+  if (!raw) throw new Error(`a cluster worker needs ${WORKER_SETUP} from its primary`);
+  const given = JSON.parse(raw) as WorkerSetup;
+  const config = validateConfig({ ...given.config }, policies);
+  let serving: Serving | undefined;
+  // Listening before serving: a scrape during start-up gets an empty part, not a timeout.
+  process.on("message", (message: unknown) => {
+    const type = typeOf(message);
+    if (type === COLLECT) void answerCollect(message as CollectMessage, serving);
+    else if (type === SHUTDOWN) {
+      // Not serving yet: there is nothing to drain.
+      if (serving) serving.stop("primary shutting down");
+      else process.exit(0);
+    }
+    // The primary got SIGHUP.
+    else if (type === RELOAD) void serving?.gateway.reload("SIGHUP");
+  });
+  // The primary is gone (killed outright): stop serving rather than linger as an orphan.
+  process.on("disconnect", () => {
+    if (serving) serving.stop("primary gone");
+    else process.exit(1);
+  });
+  serving = await serve(
+    { policies, config, upstreamUrl: given.upstreamUrl, environment: given.environment },
+    { log: createLogger(config.log.level), ops: false },
+  );
+}
+
+async function answerCollect(message: CollectMessage, serving: Serving | undefined): Promise<void> {
+  let reply: CollectedMessage;
+  try {
+    let part: unknown;
+    if (message.what === "metrics")
+      part = serving ? await serving.gateway.metrics.registry.getMetricsAsJSON() : [];
+    else part = serving?.gateway.collectReport(message.path);
+    reply = { type: COLLECTED, id: message.id, part };
+  } catch (error) {
+    reply = { type: COLLECTED, id: message.id, error: String((error as Error)?.message ?? error) };
+  }
+  if (process.connected) process.send?.(reply);
+}

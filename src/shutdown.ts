@@ -1,0 +1,46 @@
+// Graceful shutdown, the one way every gateway process stops on SIGTERM or SIGINT: say so, take
+// the first step (readiness false, drain), and leave the rest to the process; a deadline ends it
+// with exit 1 should requests (or workers) still be open, and a second signal means now.
+import type { LoggerHandle } from "./logger.ts";
+
+export interface ShutdownPlan {
+  readonly log: LoggerHandle;
+  /** From the first signal to a forced exit. */
+  readonly deadlineMs: number;
+  /** Fields for the "shutting down" line (e.g. the drain delay, the workers left). */
+  fields(): Record<string, unknown>;
+  /** The first step; the process exits by itself once what it started completes. */
+  begin(): void;
+  /** At the deadline, before exiting: say what is still open, end it (a primary kills its workers). */
+  onDeadline(): void;
+  /** On a second signal, before exiting (a primary passes the signal on to its workers). */
+  onSecondSignal?(signal: NodeJS.Signals): void;
+}
+
+/** Installs the SIGTERM and SIGINT handlers; returns stop(why) for other reasons to stop. */
+export function shutdownOnSignals(plan: ShutdownPlan): (why: string) => void {
+  const { logger, flush } = plan.log;
+  let stopping = false;
+  const stop = (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ why, ...plan.fields() }, "shutting down");
+    const deadline = setTimeout(() => {
+      plan.onDeadline();
+      flush();
+      process.exit(1);
+    }, plan.deadlineMs);
+    deadline.unref();
+    plan.begin();
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (!stopping) return stop(signal);
+    logger.warn({ signal }, "second signal; exiting now");
+    plan.onSecondSignal?.(signal);
+    flush();
+    process.exit(1);
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  return stop;
+}
