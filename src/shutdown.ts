@@ -1,6 +1,8 @@
 // Graceful shutdown, the one way every gateway process stops on SIGTERM or SIGINT: say so, take
 // the first step (readiness false, drain), and leave the rest to the process; a deadline ends it
-// with exit 1 should requests (or workers) still be open, and a second signal means now.
+// with exit 1 should requests (or workers) still be open. The same signal again within a second
+// is the same shutdown (under `npm start`, Ctrl-C and systemd's stop reach the gateway twice,
+// once from npm); a signal after that means now.
 import type { LoggerHandle } from "./logger.ts";
 
 export interface ShutdownPlan {
@@ -18,9 +20,13 @@ export interface ShutdownPlan {
 }
 
 /** Installs the SIGTERM and SIGINT handlers; returns stop(why) for other reasons to stop. */
+/** A repeat of the first signal within this long is the same request to stop. */
+export const REPEATED_SIGNAL_MS = 1000;
+
 export function shutdownOnSignals(plan: ShutdownPlan): (why: string) => void {
   const { logger, flush } = plan.log;
   let stopping = false;
+  let firstSignal: { readonly signal: NodeJS.Signals; readonly at: number } | undefined;
   const stop = (why: string) => {
     if (stopping) return;
     stopping = true;
@@ -34,7 +40,14 @@ export function shutdownOnSignals(plan: ShutdownPlan): (why: string) => void {
     plan.begin();
   };
   const onSignal = (signal: NodeJS.Signals) => {
-    if (!stopping) return stop(signal);
+    if (!stopping) {
+      firstSignal = { signal, at: performance.now() };
+      return stop(signal);
+    }
+    if (firstSignal?.signal === signal && performance.now() - firstSignal.at < REPEATED_SIGNAL_MS) {
+      logger.info({ signal }, "signal repeated; already shutting down");
+      return;
+    }
     logger.warn({ signal }, "second signal; exiting now");
     plan.onSecondSignal?.(signal);
     flush();
