@@ -40,6 +40,8 @@ export interface GatewayConfig {
     readonly requestTimeoutMs: number;
     readonly maxRequestBodyBytes: number;
     readonly maxResponseBodyBytes: number;
+    readonly maxBufferedBytes: number;
+    readonly maxQueuedAnswerBytes: number;
     readonly maxHeaderBytes: number;
     readonly maxConnections: number;
     readonly maxOpsConnections: number;
@@ -99,6 +101,20 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
         requestTimeoutMs: { ...MILLISECONDS, default: 30_000 },
         maxRequestBodyBytes: { type: "integer", minimum: 1, default: 65_536 },
         maxResponseBodyBytes: { type: "integer", minimum: 1, default: 1_048_576 },
+        maxBufferedBytes: {
+          type: "integer",
+          minimum: 1,
+          default: 67_108_864,
+          description:
+            "Bytes of answers held to be judged whole, per process (so WORKERS times this in all): past it, a request whose answer would be held gets 503 GATEWAY_BUSY",
+        },
+        maxQueuedAnswerBytes: {
+          type: "integer",
+          minimum: 1,
+          default: 1_048_576,
+          description:
+            "Bytes of a connection's held answers not yet handed to the kernel past which its next pipelined request waits",
+        },
         maxHeaderBytes: { type: "integer", minimum: 1024, maximum: 1_048_576, default: 16_384 },
         maxConnections: { type: "integer", minimum: 1, default: 10_000 },
         maxOpsConnections: {

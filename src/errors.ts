@@ -53,6 +53,11 @@ export const coreCatalogue = {
   },
   UPSTREAM_TIMEOUT: { status: 504, reason: "upstream", message: "The backend did not answer in time" },
   SHUTTING_DOWN: { status: 503, reason: "internal", message: "The gateway is shutting down" },
+  GATEWAY_BUSY: {
+    status: 503,
+    reason: "internal",
+    message: "The gateway holds as many answers as it may; try again shortly",
+  },
   INTERNAL_ERROR: { status: 500, reason: "internal", message: "The gateway failed to handle the request" },
 } as const satisfies Record<string, CatalogueEntry & { readonly reason: CoreReason }>;
 
