@@ -42,6 +42,8 @@ export interface GatewayConfig {
     readonly maxResponseBodyBytes: number;
     readonly maxBufferedBytes: number;
     readonly maxQueuedAnswerBytes: number;
+    readonly sendTimeoutMs: number;
+    readonly sendDeadlineMs: number;
     readonly maxHeaderBytes: number;
     readonly maxConnections: number;
     readonly maxOpsConnections: number;
@@ -136,6 +138,17 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
             ],
           },
           default: [],
+        },
+        sendTimeoutMs: {
+          ...MILLISECONDS,
+          default: 60_000,
+          description: "A connection whose answer has not moved towards the client for this long is cut",
+        },
+        sendDeadlineMs: {
+          ...MILLISECONDS,
+          default: 300_000,
+          description:
+            "The longest one answer may take to send, whatever its pace; then the connection is cut",
         },
         shutdownDrainMs: { type: "integer", minimum: 0, maximum: 600_000, default: 3000 },
         shutdownTimeoutMs: { ...MILLISECONDS, default: 20_000 },

@@ -32,6 +32,8 @@ export const coreCatalogue = {
     message: "A query parameter is given more than once",
   },
   REQUEST_TIMEOUT: { status: 408, reason: "request", message: "The request did not arrive in time" },
+  // Never sent: the connection is cut, and the access line says 499.
+  SEND_TIMEOUT: { status: 499, reason: "request", message: "The client did not read the answer in time" },
   NOT_IMPLEMENTED: {
     status: 501,
     reason: "request",
