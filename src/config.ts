@@ -40,6 +40,10 @@ export interface GatewayConfig {
     readonly requestTimeoutMs: number;
     readonly maxRequestBodyBytes: number;
     readonly maxResponseBodyBytes: number;
+    readonly maxBufferedBytes: number;
+    readonly maxQueuedAnswerBytes: number;
+    readonly sendTimeoutMs: number;
+    readonly sendDeadlineMs: number;
     readonly maxHeaderBytes: number;
     readonly maxConnections: number;
     readonly maxOpsConnections: number;
@@ -99,6 +103,20 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
         requestTimeoutMs: { ...MILLISECONDS, default: 30_000 },
         maxRequestBodyBytes: { type: "integer", minimum: 1, default: 65_536 },
         maxResponseBodyBytes: { type: "integer", minimum: 1, default: 1_048_576 },
+        maxBufferedBytes: {
+          type: "integer",
+          minimum: 1,
+          default: 67_108_864,
+          description:
+            "Bytes of answers held to be judged whole, per process (so WORKERS times this in all): past it, a request whose answer would be held gets 503 GATEWAY_BUSY",
+        },
+        maxQueuedAnswerBytes: {
+          type: "integer",
+          minimum: 1,
+          default: 1_048_576,
+          description:
+            "Bytes of a connection's held answers not yet handed to the kernel past which its next pipelined request waits",
+        },
         maxHeaderBytes: { type: "integer", minimum: 1024, maximum: 1_048_576, default: 16_384 },
         maxConnections: { type: "integer", minimum: 1, default: 10_000 },
         maxOpsConnections: {
@@ -120,6 +138,17 @@ function configSchema(policies: readonly AnyPolicyDefinition[]) {
             ],
           },
           default: [],
+        },
+        sendTimeoutMs: {
+          ...MILLISECONDS,
+          default: 60_000,
+          description: "A connection whose answer has not moved towards the client for this long is cut",
+        },
+        sendDeadlineMs: {
+          ...MILLISECONDS,
+          default: 300_000,
+          description:
+            "The longest one answer may take to send, whatever its pace; then the connection is cut",
         },
         shutdownDrainMs: { type: "integer", minimum: 0, maximum: 600_000, default: 3000 },
         shutdownTimeoutMs: { ...MILLISECONDS, default: 20_000 },

@@ -32,6 +32,8 @@ export const coreCatalogue = {
     message: "A query parameter is given more than once",
   },
   REQUEST_TIMEOUT: { status: 408, reason: "request", message: "The request did not arrive in time" },
+  // Never sent: the connection is cut, and the access line says 499.
+  SEND_TIMEOUT: { status: 499, reason: "request", message: "The client did not read the answer in time" },
   NOT_IMPLEMENTED: {
     status: 501,
     reason: "request",
@@ -53,6 +55,11 @@ export const coreCatalogue = {
   },
   UPSTREAM_TIMEOUT: { status: 504, reason: "upstream", message: "The backend did not answer in time" },
   SHUTTING_DOWN: { status: 503, reason: "internal", message: "The gateway is shutting down" },
+  GATEWAY_BUSY: {
+    status: 503,
+    reason: "internal",
+    message: "The gateway holds as many answers as it may; try again shortly",
+  },
   INTERNAL_ERROR: { status: 500, reason: "internal", message: "The gateway failed to handle the request" },
 } as const satisfies Record<string, CatalogueEntry & { readonly reason: CoreReason }>;
 

@@ -11,6 +11,7 @@ import { createOpsHandler, localOpsSource, reportsOf } from "./ops.ts";
 import type { NamedPolicy } from "./pipeline/chains.ts";
 import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
 import { answerClientError, answerConnect, answerOpsClientError } from "./pipeline/local-replies.ts";
+import { watchSends } from "./pipeline/send-watchdog.ts";
 import type { AnyPolicyDefinition, PolicyContext, PolicyInstance } from "./policy.ts";
 
 export interface GatewayOptions {
@@ -149,6 +150,7 @@ export function buildGateway(options: GatewayOptions): BuiltGateway {
   const { server: limits } = options.config;
   const server = http.createServer(serverOptions(limits), gateway.handle);
   server.maxConnections = limits.maxConnections;
+  watchSends(server, limits);
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) =>
     answerClientError(error, socket, gateway),
   );

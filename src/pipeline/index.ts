@@ -13,6 +13,7 @@ import type { ApiDescription } from "../openapi.ts";
 import { createUpstream, type Upstream } from "../proxy.ts";
 import { createRouter } from "../router.ts";
 import { trustedProxies } from "../trusted-proxies.ts";
+import { createAnswerBudget } from "./answer-budget.ts";
 import { markExpectingContinue, readBody } from "./body.ts";
 import { canonicalTarget, parseQuery, scrubRequestHeaders, serializeQuery } from "./canonical-request.ts";
 import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
@@ -54,6 +55,8 @@ export interface Pipeline {
   close(): void;
 }
 
+const GATEWAY_BUSY = gatewayError("GATEWAY_BUSY", undefined, { "retry-after": "1" });
+
 export function createPipeline(options: PipelineOptions): Pipeline {
   const { config, api, metrics, logger } = options;
   const router = createRouter(api.basePath, api.operations);
@@ -88,14 +91,17 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   // the local replies: those reach it only once a request runs.
   const abandonUpstream = (exchange: CoreExchange) => upstream.abandon(exchange);
   const { reject, answerLocally } = createLocalReplies(chains, abandonUpstream, isDraining);
+  const budget = createAnswerBudget(config.server);
   const answers = createUpstreamAnswers({
     chains,
     reject,
+    budget,
     maxBodyBytes: config.server.maxResponseBodyBytes,
     timeoutMs: config.upstream.timeoutMs,
     isDraining,
   });
-  const onResponseClose = createObserve(metrics, logger, abandonUpstream);
+  const { maxQueuedAnswerBytes } = config.server;
+  const onResponseClose = createObserve(metrics, logger, abandonUpstream, maxQueuedAnswerBytes);
   const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, exchangeOf, {
     onResponse: answers.onResponse,
     onFault: answers.onFault,
@@ -104,7 +110,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
     // A connection holds at most PIPELINE_DEPTH requests in flight; the rest wait their turn.
-    if (!isClosing(req.socket) && !admitRequest(req.socket)) {
+    if (!isClosing(req.socket) && !admitRequest(req.socket, maxQueuedAnswerBytes)) {
       req.on("error", ignoreClientError);
       res.on("error", ignoreClientError);
       return waitTurn(req.socket, () => judge(req, res));
@@ -162,9 +168,18 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     req.url = exchange.queryChanged
       ? `${path.slice(basePathLength)}?${serializeQuery(exchange.query)}`
       : exchange.url.slice(basePathLength);
-    if (match.operation.requestBody === undefined)
-      return forward(exchange, chain, undefined, upstream, isTrustedProxy);
+    if (match.operation.requestBody === undefined) return send(exchange, chain);
     readBody(exchange, chain, config.server.maxRequestBodyBytes, bodyRead, refuseTooLarge);
+  }
+
+  function send(exchange: CoreExchange, chain: Chain): void {
+    // An answer that would be held to be judged whole is not asked for while the process holds
+    // all it may: the client is told to come back, and nothing reached the backend.
+    if (chain.readsResponseBody) {
+      if (budget.isFull()) return reject(exchange, GATEWAY_BUSY);
+      budget.reserve(exchange);
+    }
+    forward(exchange, chain, exchange.body, upstream, isTrustedProxy);
   }
 
   function bodyRead(exchange: CoreExchange, chain: Chain): void {
@@ -172,7 +187,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       const error = phase(exchange);
       if (error) return reject(exchange, error);
     }
-    forward(exchange, chain, exchange.body, upstream, isTrustedProxy);
+    send(exchange, chain);
   }
 
   // Closes the connection: the rest of the body is never read.

@@ -15,6 +15,7 @@ export function createObserve(
   metrics: Metrics,
   logger: Logger,
   abandonUpstream: (exchange: CoreExchange) => void,
+  maxQueuedAnswerBytes: number,
 ): (this: ServerResponse) => void {
   const accessLog = flatLineLogger(logger);
 
@@ -56,7 +57,7 @@ export function createObserve(
   return function onResponseClose(this: ServerResponse): void {
     const exchange = exchangeOf(this);
     if (!exchange) return;
-    requestEnded(exchange.req.socket);
+    requestEnded(exchange.req.socket, maxQueuedAnswerBytes);
     if (exchange.finished) return;
     exchange.finished = true;
     if (exchange.upstreamStartedAt !== 0 && exchange.upstreamEndedAt === 0) abandonUpstream(exchange);

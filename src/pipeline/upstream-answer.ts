@@ -10,6 +10,7 @@ import type { Operation } from "../openapi.ts";
 import type { UpstreamAnswer } from "../policy.ts";
 import { type UpstreamFault, upstreamDone } from "../proxy.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../untrusted-text.ts";
+import type { AnswerBudget } from "./answer-budget.ts";
 import { finishHeaders } from "./answer-headers.ts";
 import { connectionListed, isHopByHop } from "./canonical-request.ts";
 import type { Chain } from "./chains.ts";
@@ -25,6 +26,8 @@ export interface UpstreamAnswers {
 export interface UpstreamAnswerOptions {
   readonly chains: ReadonlyMap<Operation, Chain>;
   readonly reject: LocalReplies["reject"];
+  /** Room for answers held whole; one that does not fit is treated as one over the cap. */
+  readonly budget: AnswerBudget;
   /** The most of an answer held to be judged whole, before and after decoding. */
   readonly maxBodyBytes: number;
   /** The backend's deadline, for the message of a 504. */
@@ -33,7 +36,7 @@ export interface UpstreamAnswerOptions {
 }
 
 export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamAnswers {
-  const { chains, reject, maxBodyBytes, timeoutMs, isDraining } = options;
+  const { chains, reject, budget, maxBodyBytes, timeoutMs, isDraining } = options;
 
   function onResponse(exchange: CoreExchange, response: IncomingMessage): void {
     exchange.upstreamStatus = response.statusCode ?? 502;
@@ -91,7 +94,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       chunks.push(chunk);
-      if (size <= limit) return;
+      if (size <= limit && budget.take(exchange, chunk.length)) return;
       response.off("data", onData);
       response.off("end", onEnd);
       response.pause();
@@ -109,6 +112,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       // Allowed through (e.g. report mode): what was read goes first, the rest streams.
       writeUpstreamHead(exchange, chain, response, undefined);
       for (const buffered of chunks) exchange.res.write(buffered);
+      chunks.length = 0;
       streamRest(exchange, response);
       response.resume();
     };
@@ -116,6 +120,9 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       upstreamDone(exchange);
       if (exchange.finished) return;
       const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      // The backend's answer object outlives this (it is reachable from the exchange until the
+      // client has read the answer): it must not keep a second copy of the body alive.
+      chunks.length = 0;
       const decoded = decode(raw, response.headers["content-encoding"], limit);
       const answer: UpstreamAnswer = {
         status: exchange.upstreamStatus,

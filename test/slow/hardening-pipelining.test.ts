@@ -36,18 +36,37 @@ describe("pipelining: one connection cannot make the gateway hold an unbounded n
     assert.deepEqual(crashes.crashes, []);
   });
 
-  test(`past ${PIPELINE_DEPTH} requests in flight the connection is not read until one is answered`, async () => {
+  test(`answers streamed: past ${PIPELINE_DEPTH} requests in flight the connection is not read until one is answered`, async () => {
     backend.requests.length = 0;
     backend.behave(() => ({ kind: "hang" }));
+    // Answers not held by the gateway (no contract check): only the depth bounds what is in flight.
+    const streaming = await startGateway({
+      upstreamUrl: backend.url,
+      config: { policies: { auth: { keysFile }, responseContract: { mode: "off" } } },
+    });
     // One request per write, a little apart, so that each read holds about one request.
     const parts = Array.from({ length: 3 * PIPELINE_DEPTH }, () => pipelinedRequest(key));
-    const exchange = rawExchange(port, parts, { gapMs: 2, waitMs: 1500 });
+    const exchange = rawExchange(Number(new URL(streaming.origin).port), parts, { gapMs: 2, waitMs: 1500 });
     await eventually("the backend holds the first requests", () => backend.requests.length >= PIPELINE_DEPTH);
     await new Promise((wake) => setTimeout(wake, 500));
     assert.ok(
       backend.requests.length <= PIPELINE_DEPTH + 4,
       `${backend.requests.length} requests reached the backend from one connection`,
     );
+    await exchange;
+    await streaming.close();
+    backend.behave(contractAnswer);
+  });
+
+  test("answers held to be checked: a connection has about two at the backend, the rest wait unread", async () => {
+    backend.requests.length = 0;
+    backend.behave(() => ({ kind: "hang" }));
+    // An answer asked for counts as the size cap (1 MiB) against the connection's 1 MiB of held answers.
+    const parts = Array.from({ length: 3 * PIPELINE_DEPTH }, () => pipelinedRequest(key));
+    const exchange = rawExchange(port, parts, { gapMs: 2, waitMs: 1500 });
+    await eventually("the backend holds the first requests", () => backend.requests.length >= 2);
+    await new Promise((wake) => setTimeout(wake, 500));
+    assert.equal(backend.requests.length, 2, `${backend.requests.length} requests reached the backend`);
     await exchange;
     backend.behave(contractAnswer);
   });
