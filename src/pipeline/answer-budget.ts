@@ -1,7 +1,8 @@
 // The backend answers the gateway holds in memory to judge them whole (a JSON answer a policy
 // reads), bounded for the process and for each connection. A held answer counts from its first
-// buffered byte until its response closes (handed to the kernel, or the connection gone): a client
-// that does not read keeps it held, and that is what must not grow without end.
+// buffered byte until its response closes (handed to the kernel, or the connection gone; observe
+// calls release): a client that does not read keeps it held, and that must not grow without end.
+// The counts live on the exchange, so that no listener or closure is made per request.
 //
 // A connection's count also reserves the cap for each answer asked for and not yet arriving: a
 // client pipelining 32 requests in one write would otherwise have all 32 forwarded before the
@@ -16,6 +17,8 @@ export interface AnswerBudget {
   reserve(exchange: CoreExchange): void;
   /** Room for `bytes` more of this exchange's answer; false when they do not fit (nothing is taken). */
   take(exchange: CoreExchange, bytes: number): boolean;
+  /** The exchange's response closed (handed to the kernel, or cut): what it held goes back. */
+  release(exchange: CoreExchange): void;
 }
 
 export interface AnswerBudgetLimits {
@@ -27,49 +30,38 @@ export interface AnswerBudgetLimits {
   readonly maxResponseBodyBytes: number;
 }
 
-const HELD = Symbol("answer bytes held");
-const RESERVED = Symbol("answer bytes reserved");
-type Holding = CoreExchange & { [HELD]?: number; [RESERVED]?: number };
-
 export function createAnswerBudget(limits: AnswerBudgetLimits): AnswerBudget {
   const { maxBufferedBytes, maxQueuedAnswerBytes, maxResponseBodyBytes } = limits;
   let held = 0;
 
-  const release = (exchange: Holding) => {
-    const bytes = (exchange[HELD] ?? 0) + (exchange[RESERVED] ?? 0);
-    held -= exchange[HELD] ?? 0;
-    exchange[HELD] = 0;
-    exchange[RESERVED] = 0;
-    releaseAnswerBytes(exchange.req.socket, bytes, maxQueuedAnswerBytes);
-  };
-  // 'close' follows 'finish' and an aborted answer alike: released once, whichever ends it.
-  const releaseOnClose = (exchange: Holding) => {
-    if (exchange[HELD] === undefined && exchange[RESERVED] === undefined) {
-      exchange.res.once("close", () => release(exchange));
-    }
-  };
-
   return {
     isFull: () => held >= maxBufferedBytes,
-    reserve(exchange: Holding) {
+    reserve(exchange) {
+      // A client gone while its body was read: its response closed, and released, already.
       if (exchange.finished) return;
-      releaseOnClose(exchange);
-      exchange[RESERVED] = maxResponseBodyBytes;
+      exchange.reservedAnswerBytes = maxResponseBodyBytes;
       holdAnswerBytes(exchange.req.socket, maxResponseBodyBytes);
     },
-    take(exchange: Holding, bytes) {
-      // A response already closed would never release what it took.
+    take(exchange, bytes) {
+      // A response already closed has released all it will.
       if (held + bytes > maxBufferedBytes || exchange.finished) return false;
-      releaseOnClose(exchange);
-      exchange[HELD] = (exchange[HELD] ?? 0) + bytes;
+      exchange.heldAnswerBytes += bytes;
       held += bytes;
       holdAnswerBytes(exchange.req.socket, bytes);
-      const reserved = exchange[RESERVED] ?? 0;
+      const reserved = exchange.reservedAnswerBytes;
       if (reserved > 0) {
-        exchange[RESERVED] = 0;
+        exchange.reservedAnswerBytes = 0;
         releaseAnswerBytes(exchange.req.socket, reserved, maxQueuedAnswerBytes);
       }
       return true;
+    },
+    release(exchange) {
+      const bytes = exchange.heldAnswerBytes + exchange.reservedAnswerBytes;
+      if (bytes === 0) return;
+      held -= exchange.heldAnswerBytes;
+      exchange.heldAnswerBytes = 0;
+      exchange.reservedAnswerBytes = 0;
+      releaseAnswerBytes(exchange.req.socket, bytes, maxQueuedAnswerBytes);
     },
   };
 }

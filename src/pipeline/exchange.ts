@@ -20,6 +20,9 @@ export interface CoreExchange extends Exchange {
   upstreamEndedAt: number;
   upstreamStatus: number;
   finished: boolean;
+  /** Bytes of the answer held to be judged whole, and the cap reserved until it arrives (answer-budget.ts). */
+  heldAnswerBytes: number;
+  reservedAnswerBytes: number;
 }
 
 const EXCHANGE = Symbol("exchange");
@@ -46,6 +49,8 @@ class RequestExchange implements CoreExchange {
   upstreamEndedAt = 0;
   upstreamStatus = 0;
   finished = false;
+  heldAnswerBytes = 0;
+  reservedAnswerBytes = 0;
 
   constructor(req: IncomingMessage, res: ServerResponse, requestId: string, clientAddress: string) {
     this.req = req;

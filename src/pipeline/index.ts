@@ -17,7 +17,7 @@ import { createAnswerBudget } from "./answer-budget.ts";
 import { markExpectingContinue, readBody } from "./body.ts";
 import { canonicalTarget, parseQuery, scrubRequestHeaders, serializeQuery } from "./canonical-request.ts";
 import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
-import { admitRequest, isClosing, waitTurn } from "./connection-state.ts";
+import { admitRequest, isClosing, requestEnded, waitTurn } from "./connection-state.ts";
 import type { CoreExchange } from "./exchange.ts";
 import { exchangeOf, newExchange } from "./exchange.ts";
 import { clientAddressOf, forward } from "./forward.ts";
@@ -101,7 +101,10 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     isDraining,
   });
   const { maxQueuedAnswerBytes } = config.server;
-  const onResponseClose = createObserve(metrics, logger, abandonUpstream, maxQueuedAnswerBytes);
+  const onResponseClose = createObserve(metrics, logger, abandonUpstream, (exchange) => {
+    budget.release(exchange);
+    requestEnded(exchange.req.socket, maxQueuedAnswerBytes);
+  });
   const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, exchangeOf, {
     onResponse: answers.onResponse,
     onFault: answers.onFault,

@@ -6,7 +6,6 @@ import type { Logger } from "pino";
 import { flatLineLogger } from "../logger.ts";
 import { type Metrics, UNMATCHED } from "../metrics.ts";
 import { loggedPath } from "../untrusted-text.ts";
-import { requestEnded } from "./connection-state.ts";
 import type { CoreExchange } from "./exchange.ts";
 import { exchangeOf } from "./exchange.ts";
 
@@ -15,7 +14,8 @@ export function createObserve(
   metrics: Metrics,
   logger: Logger,
   abandonUpstream: (exchange: CoreExchange) => void,
-  maxQueuedAnswerBytes: number,
+  /** The connection's bookkeeping once an answer is out (or cut): held bytes, requests in flight. */
+  answerClosed: (exchange: CoreExchange) => void,
 ): (this: ServerResponse) => void {
   const accessLog = flatLineLogger(logger);
 
@@ -57,7 +57,7 @@ export function createObserve(
   return function onResponseClose(this: ServerResponse): void {
     const exchange = exchangeOf(this);
     if (!exchange) return;
-    requestEnded(exchange.req.socket, maxQueuedAnswerBytes);
+    answerClosed(exchange);
     if (exchange.finished) return;
     exchange.finished = true;
     if (exchange.upstreamStartedAt !== 0 && exchange.upstreamEndedAt === 0) abandonUpstream(exchange);

@@ -5,7 +5,7 @@ import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { test } from "node:test";
-import { createAnswerBudget } from "../../../src/pipeline/answer-budget.ts";
+import { type AnswerBudget, createAnswerBudget } from "../../../src/pipeline/answer-budget.ts";
 import { admitRequest, requestEnded, waitTurn } from "../../../src/pipeline/connection-state.ts";
 import { newExchange } from "../../../src/pipeline/exchange.ts";
 
@@ -15,21 +15,18 @@ function connection() {
   return Object.assign(new EventEmitter(), { destroyed: false }) as unknown as Socket;
 }
 
-function exchangeOn(socket: Socket) {
+function exchangeOn(socket: Socket, budget: AnswerBudget) {
   const res = new EventEmitter() as unknown as ServerResponse;
-  const exchange = newExchange(
-    { url: "/v1/pets", headers: {}, socket } as unknown as IncomingMessage,
-    res,
-    "id",
-    "",
-  );
-  return { exchange, close: () => (res as unknown as EventEmitter).emit("close") };
+  const req = { url: "/v1/pets", headers: {}, socket } as unknown as IncomingMessage;
+  const exchange = newExchange(req, res, "id", "");
+  // What the pipeline does when the response closes (observe's answerClosed).
+  return { exchange, close: () => budget.release(exchange) };
 }
 
 test("the process budget is full once its bytes are held, and free again when the answers close", () => {
   const budget = createAnswerBudget(limits);
-  const a = exchangeOn(connection());
-  const b = exchangeOn(connection());
+  const a = exchangeOn(connection(), budget);
+  const b = exchangeOn(connection(), budget);
   assert.equal(budget.take(a.exchange, 600), true);
   assert.equal(budget.take(b.exchange, 500), false, "what does not fit is not taken");
   assert.equal(budget.take(b.exchange, 400), true);
@@ -37,18 +34,18 @@ test("the process budget is full once its bytes are held, and free again when th
   a.close();
   assert.equal(budget.isFull(), false);
   assert.equal(budget.take(b.exchange, 600), true, "released once: the room is a's 600 again");
-  a.close();
-  assert.equal(budget.take(a.exchange, 1), false, "a closed answer takes nothing it could never release");
+  a.exchange.finished = true;
+  assert.equal(budget.take(a.exchange, 1), false, "a finished answer takes nothing it could never release");
 });
 
 test("a connection's next request waits while its held and reserved answers pass the limit", () => {
   const socket = connection();
   const budget = createAnswerBudget(limits);
   assert.equal(admitRequest(socket, limits.maxQueuedAnswerBytes), true);
-  const first = exchangeOn(socket);
+  const first = exchangeOn(socket, budget);
   budget.reserve(first.exchange); // 200: within 300
   assert.equal(admitRequest(socket, limits.maxQueuedAnswerBytes), true);
-  const second = exchangeOn(socket);
+  const second = exchangeOn(socket, budget);
   budget.reserve(second.exchange); // 400: past 300
   assert.equal(admitRequest(socket, limits.maxQueuedAnswerBytes), false);
   const started: string[] = [];
@@ -69,7 +66,7 @@ test("requests waiting on a connection that is gone are dropped, not started", (
   const socket = connection();
   const budget = createAnswerBudget(limits);
   admitRequest(socket, limits.maxQueuedAnswerBytes);
-  const only = exchangeOn(socket);
+  const only = exchangeOn(socket, budget);
   budget.reserve(only.exchange);
   budget.take(only.exchange, 301);
   const started: string[] = [];

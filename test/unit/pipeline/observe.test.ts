@@ -26,7 +26,12 @@ function setUp() {
     },
   });
   const abandoned: unknown[] = [];
-  const onClose = createObserve(metrics, pino(sink), (exchange) => void abandoned.push(exchange), 1_048_576);
+  const onClose = createObserve(
+    metrics,
+    pino(sink),
+    (exchange) => void abandoned.push(exchange),
+    () => {},
+  );
   const req = {
     url: "/v1/pets?api_key=secret",
     method: "GET",
