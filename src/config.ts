@@ -5,7 +5,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
 import addFormats from "ajv-formats";
-import { escapePointerToken, parseJsonText } from "./json.ts";
+import { escapePointerToken } from "./json/pointer.ts";
+import { parseJsonText } from "./json/syntax-error.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
 import { isIpRange } from "./trusted-proxies.ts";
 

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { parseJsonText } from "./json.ts";
+import { parseJsonText } from "./json/syntax-error.ts";
 import { quotedClientText, redactKeyShaped } from "./untrusted-text.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
-import { parseRequestJson } from "../src/json.ts";
+import { parseRequestJson } from "../src/json/request-body.ts";
 import {
   type Behaviour,
   type ProgrammableBackend,
@@ -164,7 +164,7 @@ function depthOf(node: Json): number {
   return 0;
 }
 
-/** The gateway's rules for any JSON body, stated independently of src/json.ts. */
+/** The gateway's rules for any JSON body, stated independently of src/json/. */
 function genericProblem(node: Json): string | undefined {
   if (depthOf(node) > 32) return "too deep";
   const visit = (n: Json): string | undefined => {

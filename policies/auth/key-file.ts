@@ -4,7 +4,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
-import { parseJsonText } from "../../src/json.ts";
+import { parseJsonText } from "../../src/json/syntax-error.ts";
 
 /** A consumer's name ends up in logs, metric labels and a header: short and plain. */
 export const CONSUMER_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$";

@@ -2,12 +2,8 @@
 // when it does; what describes a violation (pointers, excerpts) is built only once one is found.
 import type { IncomingHttpHeaders } from "node:http";
 import type { ErrorObject } from "ajv";
-import {
-  escapePointerToken,
-  mayHoldUnsafeIntegers,
-  parseWithExactIntegers,
-  unescapePointerToken,
-} from "../../src/json.ts";
+import { mayHoldUnsafeIntegers, parseWithExactIntegers } from "../../src/json/integers.ts";
+import { escapePointerToken, unescapePointerToken } from "../../src/json/pointer.ts";
 import { describeValidationError } from "../../src/openapi.ts";
 import type { Exchange, UpstreamAnswer } from "../../src/policy.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../../src/untrusted-text.ts";

@@ -3,7 +3,7 @@
 // (x-gateway-response-rules), checked against the operation they name.
 import type { ValidateFunction } from "ajv";
 import { Ajv } from "ajv";
-import { escapePointerToken } from "../../src/json.ts";
+import { escapePointerToken } from "../../src/json/pointer.ts";
 import type { Operation } from "../../src/openapi.ts";
 
 // The interface's rules beyond its schemas, as the document states them.
