@@ -9,7 +9,10 @@ import {
   type ProgrammableBackend,
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
-import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+import { eventually } from "./support/eventually.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
 
 const HELD = 40_000;
 // A page of exactly HELD bytes that keeps the contract.

@@ -30,19 +30,12 @@ import {
   type RecordedRequest,
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
-import {
-  type Answer,
-  type BackendProcess,
-  eventually,
-  request,
-  type Sample,
-  sampleValue,
-  scrape,
-  sha256,
-  startDemoBackendProcess,
-  startGateway,
-  type TestGateway,
-} from "./harness.ts";
+import { eventually } from "./support/eventually.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { type Answer, request } from "./support/http.ts";
+import { sha256 } from "./support/keys.ts";
+import { type Sample, sampleValue, scrape } from "./support/metrics.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
 // Everything secret this file makes, and everything the gateways said, for the final grep.
 const clearKeys = new Set<string>();

@@ -7,19 +7,12 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import {
-  type Answer,
-  type BackendProcess,
-  GATEWAY_PROGRAM,
-  PROJECT_ROOT,
-  request,
-  sampleValue,
-  scrape,
-  startDemoBackendProcess,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-} from "./harness.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { type Answer, request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { sampleValue, scrape } from "./support/metrics.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
 const { file: keysFile, keys, keyOf } = writeKeysFile(["acme", "globex", "initech"]);
 const acme = keyOf("acme");

@@ -5,7 +5,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { eventually, type GatewayProcess, startGatewayProcess, writeKeysFile } from "../harness.ts";
+import { eventually } from "../support/eventually.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
 
 /** Bounds every wait of a connection: whatever it sent, it is answered or closed within a few seconds. */
 const SERVER = {

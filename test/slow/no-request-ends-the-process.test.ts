@@ -7,8 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
-import { rawExchange } from "../hardening-kit.ts";
-import { eventually, type GatewayProcess, request, startGatewayProcess } from "../harness.ts";
+import { eventually } from "../support/eventually.ts";
+import { request } from "../support/http.ts";
+import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
+import { rawExchange } from "../support/raw-socket.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_123);
 const ABSOLUTE_FORM = [
