@@ -24,6 +24,7 @@ import { DEFAULT_OPENAPI_FILE } from "../src/config.ts";
 import { createMetrics } from "../src/metrics.ts";
 import type { Operation } from "../src/openapi.ts";
 import { newExchange } from "../src/pipeline/exchange.ts";
+import { PET } from "./fixtures/contract-answer.ts";
 import {
   type Behaviour,
   type ProgrammableBackend,
@@ -190,7 +191,6 @@ function accessLine(gw: TestGateway, requestId: string): Promise<Record<string, 
 let requestCounter = 0;
 const nextRequestId = (label: string) => `${label}-${++requestCounter}`;
 
-const PET = { id: 1, name: "Rex", categoryId: 7, status: "available" };
 const JSON_HEADERS = { "content-type": "application/json" };
 /** Answers the way a Pet Store does, so whatever checks answers later in the chain is satisfied. */
 const likeAPetStore = (req: RecordedRequest): Behaviour => {

@@ -166,6 +166,9 @@ export async function startGatewayProcess(
   };
 }
 
+/** The `fatal error` lines a process wrote: a bug reached the top of the program. */
+export const fatalLines = (gw: GatewayProcess) => gw.lines.filter((line) => line.msg === "fatal error");
+
 /** The path of a program on PATH (promtool, wrk, ...), or undefined: a test that needs it skips, saying so. */
 export function findProgram(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? "").split(":")) {
