@@ -3,10 +3,10 @@
 // defaults filled in, unknown keys refused, and the result frozen.
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { Ajv, type ErrorObject } from "ajv";
-import addFormats from "ajv-formats";
+import type { ErrorObject } from "ajv";
 import { escapePointerToken, parseJsonText } from "./json.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
+import { createSchemaValidator } from "./schema-validator.ts";
 import { isIpRange } from "./trusted-proxies.ts";
 
 /** The directory of package.json: the same from the sources (src/) and from the build (dist/src/). */
@@ -253,14 +253,7 @@ export function validateConfig(
   describe: (pointer: string) => string = (pointer) => pointer || "/",
 ): GatewayConfig {
   // verbose: an error carries its schema, so that "one of these" fields can say what they accept.
-  const ajv = new Ajv({
-    strict: true,
-    allErrors: false,
-    useDefaults: true,
-    allowUnionTypes: true,
-    verbose: true,
-  });
-  addFormats.default(ajv);
+  const ajv = createSchemaValidator({ useDefaults: true, allowUnionTypes: true, verbose: true });
   ajv.addFormat("ip-range", isIpRange);
   const validate = ajv.compile(configSchema(policies));
   const config = structuredClone(raw);

@@ -1,9 +1,9 @@
 // Loads the OpenAPI description once and compiles everything the gateway needs from it:
 // operations, routes, parameter specs and ajv validators. Nothing is compiled per request.
 import { readFileSync } from "node:fs";
-import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
+import type { ErrorObject, ValidateFunction } from "ajv";
 import { parseJsonText } from "./json.ts";
+import { createSchemaValidator } from "./schema-validator.ts";
 import { quotedClientText, redactKeyShaped } from "./untrusted-text.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -83,14 +83,7 @@ function compileApiDescription(document: JsonObject): ApiDescription {
   if (typeof document.openapi !== "string" || !document.openapi.startsWith("3.1")) {
     throw new Error('"openapi" must be a 3.1.x version (its schemas are JSON Schema 2020-12)');
   }
-  const ajv = new Ajv2020({
-    strict: true,
-    allErrors: false,
-    $data: false,
-    coerceTypes: false,
-    useDefaults: false,
-  });
-  addFormats.default(ajv);
+  const ajv = createSchemaValidator({ draft: "2020-12" });
   // OpenAPI annotation keywords that are not JSON Schema; they carry no validation.
   for (const keyword of ["example", "xml", "externalDocs", "discriminator"]) ajv.addKeyword(keyword);
   const components = asObject(document.components, "components") ?? {};

@@ -1,9 +1,8 @@
 // What the OpenAPI document says of each operation's lifecycle: the deprecation extension (since,
 // sunset, successor) and the stability marker, read once and checked. The deprecation report
 // command builds the same facts from the document.
-import { Ajv } from "ajv";
-import addFormats from "ajv-formats";
 import { type ApiDescription, ApiDescriptionError, type Operation } from "../../src/openapi.ts";
+import { compileSchema } from "../../src/schema-validator.ts";
 import type { DeprecatedOperationFacts } from "./deprecation-report.ts";
 
 /** The extension that dates a deprecation and names its successor. */
@@ -52,9 +51,7 @@ const EXTENSION_SCHEMA = {
  * successor must be an operation of the same document. Throws ApiDescriptionError naming the operation.
  */
 export function readLifecycle(api: ApiDescription): LifecycleFacts {
-  const ajv = new Ajv({ strict: true, allErrors: false });
-  addFormats.default(ajv, ["date-time"]);
-  const validate = ajv.compile(EXTENSION_SCHEMA);
+  const validate = compileSchema(EXTENSION_SCHEMA);
   const deprecations = new Map<string, Deprecation>();
   const stability = new Map<string, Stability>();
   for (const operation of api.operations) {
