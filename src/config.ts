@@ -3,9 +3,9 @@
 // defaults filled in, unknown keys refused, and the result frozen.
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import type { ErrorObject } from "ajv";
 import { escapePointerToken, parseJsonText } from "./json.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
+import { describeSchemaError } from "./schema-error.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { isIpRange } from "./trusted-proxies.ts";
 
@@ -257,8 +257,14 @@ export function validateConfig(
   ajv.addFormat("ip-range", isIpRange);
   const validate = ajv.compile(configSchema(policies));
   const config = structuredClone(raw);
-  if (!validate(config))
-    throw new ConfigError(`invalid config: ${describeConfigError(validate.errors, describe)}`);
+  if (!validate(config)) {
+    const wording = {
+      field: describe,
+      unknownProperty: (pointer: string, property: string) =>
+        `${describe(`${pointer}/${escapePointerToken(property)}`)} is not a known setting`,
+    };
+    throw new ConfigError(`invalid config: ${describeSchemaError(validate.errors, wording)}`);
+  }
   const { server, port, opsPort } = config as unknown as GatewayConfig;
   // Metrics and reports must never be served on the public port.
   if (port !== 0 && port === opsPort) {
@@ -278,49 +284,6 @@ export function validateConfig(
     );
   }
   return deepFreeze(config) as unknown as GatewayConfig;
-}
-
-function describeConfigError(
-  errors: ErrorObject[] | null | undefined,
-  describe: (pointer: string) => string,
-) {
-  // A field with alternatives (0 or from 100 ms; a count or "auto") fails each branch first:
-  // the alternatives are what to tell, not the first branch's complaint. A oneOf that more than
-  // one branch matched is not a missing alternative: ajv's own message says so.
-  const missedEveryBranch = (e: ErrorObject) =>
-    e.keyword === "anyOf" || (e.keyword === "oneOf" && e.params.passingSchemas === null);
-  const error = errors?.find(missedEveryBranch) ?? errors?.[0];
-  if (!error) return "unknown error";
-  if (missedEveryBranch(error)) {
-    const branches = (error.parentSchema as Record<string, Record<string, unknown>[]>)[error.keyword] ?? [];
-    return `${describe(error.instancePath)} must be ${alternatives(branches)}`;
-  }
-  const params = error.params as Record<string, unknown>;
-  if (error.keyword === "additionalProperties") {
-    return `${describe(`${error.instancePath}/${escapePointerToken(String(params.additionalProperty))}`)} is not a known setting`;
-  }
-  // A typed enum ({ type: "string", enum }) fails on the type first: the values are still the answer.
-  const allowed = (error.parentSchema as { enum?: unknown } | undefined)?.enum;
-  if (error.keyword === "type" && Array.isArray(allowed)) {
-    return `${describe(error.instancePath)} must be one of ${allowed.join(", ")}`;
-  }
-  if (error.keyword === "enum") {
-    return `${describe(error.instancePath)} must be one of ${(params.allowedValues as unknown[]).join(", ")}`;
-  }
-  return `${describe(error.instancePath)} ${error.message}`;
-}
-
-function alternatives(branches: readonly Record<string, unknown>[]): string {
-  return branches
-    .map((branch) => {
-      // A branch whose shape a reader cannot guess from its keywords (an origin) says it in words.
-      if (typeof branch.description === "string") return branch.description;
-      if (branch.const !== undefined) return JSON.stringify(branch.const);
-      if (typeof branch.pattern === "string") return `a string matching ${branch.pattern}`;
-      if (branch.type === "integer") return `an integer from ${branch.minimum} to ${branch.maximum}`;
-      return String(branch.type ?? "something else");
-    })
-    .join(" or ");
 }
 
 function setPointer(target: Record<string, unknown>, pointer: string, value: unknown) {

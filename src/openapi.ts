@@ -1,10 +1,9 @@
 // Loads the OpenAPI description once and compiles everything the gateway needs from it:
 // operations, routes, parameter specs and ajv validators. Nothing is compiled per request.
 import { readFileSync } from "node:fs";
-import type { ErrorObject, ValidateFunction } from "ajv";
+import type { ValidateFunction } from "ajv";
 import { parseJsonText } from "./json.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
-import { quotedClientText, redactKeyShaped } from "./untrusted-text.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -214,20 +213,6 @@ function compileApiDescription(document: JsonObject): ApiDescription {
     validateError: compile({ $ref: ERROR_SCHEMA_REF }, "components.schemas.Error"),
     operation: (id: string) => byId.get(id),
   });
-}
-
-/** The first ajv error as one line naming the field by its JSON pointer ("/categoryId must be integer"), or the subject at the root. */
-export function describeValidationError(errors: ErrorObject[] | null | undefined, subject: string): string {
-  const error = errors?.[0];
-  if (!error) return `${subject} is not valid`;
-  // The path is made of the client's member names.
-  const where = error.instancePath === "" ? subject : redactKeyShaped(error.instancePath);
-  const params = error.params as Record<string, unknown>;
-  if (error.keyword === "additionalProperties")
-    return `${where} must not have the property '${quotedClientText(String(params.additionalProperty))}'`;
-  if (error.keyword === "enum")
-    return `${where} must be one of ${(params.allowedValues as unknown[]).join(", ")}`;
-  return `${where} ${error.message ?? "is not valid"}`;
 }
 
 function basePathOf(servers: Json | undefined): string {

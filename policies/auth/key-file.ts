@@ -3,6 +3,7 @@
 // scripts/keys.ts, which edits it, so the CLI never writes a file the gateway would refuse.
 import { createHash, randomBytes } from "node:crypto";
 import { parseJsonText } from "../../src/json.ts";
+import { describeSchemaError } from "../../src/schema-error.ts";
 import { compileSchema } from "../../src/schema-validator.ts";
 
 /** A consumer's name ends up in logs, metric labels and a header: short and plain. */
@@ -55,8 +56,7 @@ const validate = compileSchema(SCHEMA);
 export function parseKeyFile(text: string): KeyFile {
   const parsed = parseJsonText(text);
   if (!validate(parsed)) {
-    const error = validate.errors?.[0];
-    throw new Error(`${error?.instancePath || "the file"} ${error?.message ?? "is not valid"}`);
+    throw new Error(describeSchemaError(validate.errors, { field: (pointer) => pointer || "the file" }));
   }
   const file = parsed as KeyFile;
   const seen = new Map<string, number>();

@@ -4,6 +4,7 @@
 import type { ValidateFunction } from "ajv";
 import { escapePointerToken } from "../../src/json.ts";
 import type { Operation } from "../../src/openapi.ts";
+import { describeSchemaError } from "../../src/schema-error.ts";
 import { compileSchema } from "../../src/schema-validator.ts";
 
 // The interface's rules beyond its schemas, as the document states them.
@@ -96,8 +97,7 @@ function compileRules(operation: Operation, validate: ValidateFunction): Map<str
   const byStatus = new Map<string, Rule[]>();
   if (declared === undefined) return byStatus;
   if (!validate(declared)) {
-    const error = validate.errors?.[0];
-    throw new Error(`${where}${error?.instancePath ?? ""} ${error?.message ?? "is not valid"}`);
+    throw new Error(describeSchemaError(validate.errors, { field: (pointer) => `${where}${pointer}` }));
   }
   const entries = declared as {
     rule: Rule["rule"];
