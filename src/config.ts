@@ -7,7 +7,11 @@ import { escapePointerToken, parseJsonText } from "./json.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
 import { describeSchemaError } from "./schema-error.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
+import { ConfigError } from "./startup-errors.ts";
 import { isIpRange } from "./trusted-proxies.ts";
+
+// Tests import it from here, where it lived before start-up errors had one module.
+export { ConfigError };
 
 /** The directory of package.json: the same from the sources (src/) and from the build (dist/src/). */
 export const PROJECT_ROOT = projectRoot(import.meta.dirname);
@@ -53,10 +57,6 @@ export interface GatewayConfig {
   };
   readonly log: { readonly level: string };
   readonly policies: Readonly<Record<string, unknown>>;
-}
-
-export class ConfigError extends Error {
-  override name = "ConfigError";
 }
 
 const PORT = { type: "integer", minimum: 0, maximum: 65535 };

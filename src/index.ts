@@ -3,7 +3,6 @@ import policies from "../policies/index.ts";
 import { type CatalogueEntry, catalogueOf, type GatewayError } from "./errors.ts";
 
 export {
-  ConfigError,
   DEFAULT_CONFIG_FILE,
   DEFAULT_OPENAPI_FILE,
   type GatewayConfig,
@@ -23,6 +22,14 @@ export { createMetrics, type Metrics } from "./metrics.ts";
 export { type ApiDescription, loadApiDescription, type Operation } from "./openapi.ts";
 export type { Exchange, OperationPolicy, PolicyContext, PolicyDefinition, PolicyInstance } from "./policy.ts";
 export { definePolicy } from "./policy.ts";
+export {
+  ApiDescriptionError,
+  ConfigError,
+  ListenError,
+  STARTUP_ERROR_CODES,
+  StartupError,
+  type StartupErrorCode,
+} from "./startup-errors.ts";
 export { chooseUpstream } from "./upstream-choice.ts";
 export { policies };
 

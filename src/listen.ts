@@ -4,10 +4,7 @@
 import { once } from "node:events";
 import { isIPv6, type Server } from "node:net";
 import { type GatewayConfig, settingName } from "./config.ts";
-
-export class ListenError extends Error {
-  override name = "ListenError";
-}
+import { ListenError } from "./startup-errors.ts";
 
 /** The config fields that give each listener its address. */
 const LISTENERS = {

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import type { ValidateFunction } from "ajv";
 import { parseJsonText } from "./json.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
+import { ApiDescriptionError } from "./startup-errors.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -58,10 +59,6 @@ export interface ApiDescription {
   readonly operations: readonly Operation[];
   readonly validateError: ValidateFunction;
   operation(id: string): Operation | undefined;
-}
-
-export class ApiDescriptionError extends Error {
-  override name = "ApiDescriptionError";
 }
 
 export function loadApiDescription(file: string): ApiDescription {

@@ -1,9 +1,10 @@
 // What the OpenAPI document says of each operation's lifecycle: the deprecation extension (since,
 // sunset, successor) and the stability marker, read once and checked. The deprecation report
 // command builds the same facts from the document.
-import { type ApiDescription, ApiDescriptionError, type Operation } from "../../src/openapi.ts";
+import type { ApiDescription, Operation } from "../../src/openapi.ts";
 import { describeSchemaError, type ErrorWording } from "../../src/schema-error.ts";
 import { compileSchema } from "../../src/schema-validator.ts";
+import { ApiDescriptionError } from "../../src/startup-errors.ts";
 import type { DeprecatedOperationFacts } from "./deprecation-report.ts";
 
 /** The extension that dates a deprecation and names its successor. */
