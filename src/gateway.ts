@@ -2,7 +2,7 @@
 // mount; buildGateway() wraps them in the gateway's own public and ops servers (not listening).
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { GatewayConfig } from "./config.ts";
+import type { GatewayConfig } from "./config-schema.ts";
 import { catalogueOf, type ErrorCode, gatewayError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
