@@ -7,6 +7,7 @@ import { Counter, Gauge } from "prom-client";
 import { ConfigError } from "../../src/config.ts";
 import { declareErrors } from "../../src/errors.ts";
 import { definePolicy } from "../../src/policy.ts";
+import { credentialsOf } from "../../src/redaction.ts";
 import { bearerCredential } from "../../src/untrusted-text.ts";
 import { digestPrefix } from "./key-file.ts";
 import { openKeyStore } from "./key-store.ts";
@@ -97,6 +98,8 @@ export default definePolicy<AuthOptions, AuthMetrics>({
       throw new ConfigError(`policies.auth.consumerHeader must not be ${header}`);
     }
     const upstreamCredential = mode === "replace" ? readUpstreamCredential(options) : undefined;
+    // The backend's credential must not come out either (a backend that echoes its headers).
+    const upstreamParts = credentialsOf(upstreamCredential);
 
     const store = openKeyStore({ keysFile, reloadIntervalMs: options.reloadIntervalMs, logger, metrics });
 
@@ -108,6 +111,7 @@ export default definePolicy<AuthOptions, AuthMetrics>({
       // echoed in the answer and written to every log line of the request.
       // A digest from the key file is not a key, but it must not come out anywhere either.
       recognizesCredential: (value) => {
+        for (const part of upstreamParts) if (value.includes(part)) return true;
         const { entries } = store.current();
         return entries.has(hash("sha256", value, "hex")) || entries.has(value.toLowerCase());
       },
