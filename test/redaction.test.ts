@@ -3,7 +3,8 @@
 // \u-escaped, leave no 12-character piece of themselves in any log line, any answer the gateway
 // writes, /metrics, /deprecations or /contract/violations.
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
 import {
@@ -36,7 +37,8 @@ const placed: ApiKey[] = [
 ];
 // Not in the key file: a key the client believes in, sent as its own credential.
 const unknownOwn = `own_${randomBytes(20).toString("base64url")}`;
-writeKeysFileAt(generated.file, [...generated.keys, ...placed]);
+const nonAscii = "clé-secrète-für-ünïcödé-schlüssel";
+writeKeysFileAt(generated.file, [...generated.keys, ...placed, { consumer: "unicode", key: nonAscii }]);
 
 const percentEncoded = (key: string) =>
   [...key].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`).join("");
@@ -193,5 +195,35 @@ describe("no piece of a key comes out of the gateway", () => {
       assert.equal(piece, undefined, `a piece of a key (${piece}) in: ${output.slice(0, 400)}`);
     }
     console.log(`${HTTP_CASES} requests; ${outputs.length} outputs checked, ${gw.logs.raw.length} log lines`);
+  });
+
+  test("a key beyond ASCII authenticates: its UTF-8 bytes are what the key file's digest is of", async () => {
+    assert.equal(
+      createHash("sha256").update(nonAscii, "utf8").digest("hex").length,
+      64,
+      "the key file holds the digest of the UTF-8 bytes",
+    );
+    const { port } = new URL(gw.url);
+    const status = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => {
+        // Written, not ended: a client that half-closes has left, for the gateway.
+        socket.write(
+          Buffer.concat([
+            Buffer.from("GET /v1/pets HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nAuthorization: Bearer "),
+            Buffer.from(nonAscii, "utf8"),
+            Buffer.from("\r\n\r\n"),
+          ]),
+        );
+      });
+      let head = "";
+      socket.on("data", (chunk) => {
+        head += chunk.toString("latin1");
+      });
+      socket.on("end", () => resolve(head.split("\r\n")[0] ?? ""));
+      socket.on("error", reject);
+    });
+    assert.equal(status, "HTTP/1.1 200 OK", gw.logs.raw.slice(-3).join("\n"));
+    const line = gw.logs.messages("request").at(-1);
+    assert.equal(line?.consumer, "unicode");
   });
 });
