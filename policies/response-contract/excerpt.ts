@@ -7,6 +7,8 @@ import { JSON_ERROR_POSITION, SENSITIVE_NAME } from "../../src/untrusted-text.ts
 
 const EXCERPT_CHARS = 80;
 const STRING_CHARS = 40;
+// A key's piece this long is what no output may hold.
+const PIECE_DIGITS = 12;
 // Values under such names, and keys (exchange.redact: the request's own credential, known keys,
 // key-shaped runs), never reach a log line or the drift report, whatever the backend put in its
 // answer. Every text is redacted whole before it is cut.
@@ -21,7 +23,17 @@ function render(value: unknown, name: string, exchange: Exchange, depth: number)
   if (name !== "" && SENSITIVE_NAME.test(name) && value !== null && typeof value !== "boolean") {
     return JSON.stringify(REDACTED);
   }
-  if (typeof value === "bigint") return value.toString();
+  // Exact digits, so a key sent as a number is recognised (and redacted) as itself.
+  if (typeof value === "bigint") return exchange.redact(value.toString());
+  // A double beyond 2^53 shows digits the backend did not send: the redactor could not recognise
+  // a key in them, and a dozen of them in a row may be a piece of one.
+  if (
+    typeof value === "number" &&
+    !Number.isSafeInteger(value) &&
+    digitCount(String(value)) >= PIECE_DIGITS
+  ) {
+    return REDACTED;
+  }
   if (typeof value === "string") {
     const short = value.length > STRING_CHARS ? `${value.slice(0, STRING_CHARS)}…` : value;
     const redacted = exchange.redact(value) === value ? short : REDACTED;
@@ -69,4 +81,13 @@ export function headerExcerpt(value: string, exchange: Exchange): string {
 /** A key character, or one that a %XX or \uXXXX escape of one is written with. */
 function isRunCharacter(c: number): boolean {
   return isKeyCharacter(c) || c === 37 /* % */ || c === 92 /* \ */;
+}
+
+function digitCount(text: string): number {
+  let digits = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 48 && c <= 57) digits++;
+  }
+  return digits;
 }
