@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { parseJsonText } from "./json.ts";
-import { quotedClientText, redactKeyShaped } from "./untrusted-text.ts";
+import { quotedClientText } from "./untrusted-text.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -228,7 +228,7 @@ export function describeValidationError(errors: ErrorObject[] | null | undefined
   const error = errors?.[0];
   if (!error) return `${subject} is not valid`;
   // The path is made of the client's member names.
-  const where = error.instancePath === "" ? subject : redactKeyShaped(error.instancePath);
+  const where = error.instancePath === "" ? subject : error.instancePath;
   const params = error.params as Record<string, unknown>;
   if (error.keyword === "additionalProperties")
     return `${where} must not have the property '${quotedClientText(String(params.additionalProperty))}'`;
