@@ -3,7 +3,7 @@
 // is told this way; a place says only how it names a field and, for text a client or a backend
 // sent, how that text is kept harmless.
 import type { ErrorObject } from "ajv";
-import { quotedClientText, redactKeyShaped } from "./untrusted-text.ts";
+import { quotedClientText } from "./untrusted-text.ts";
 
 export interface ErrorWording {
   /** The name of the value at an ajv instance path; "" is the whole value ("body", "the file"). */
@@ -47,12 +47,13 @@ export function describeSchemaError(errors: ErrorObject[] | null | undefined, wo
 }
 
 /**
- * The wording for a value a client or a backend sent: its member names are its own text, so a
- * key-shaped one is redacted in a path and a named property is quoted as client text.
+ * The wording for a value a client or a backend sent: its member names are its own text, quoted
+ * as client text (cut short, never through a key). Keys in the message are redacted where it is
+ * written (Exchange.redact), which sees them whole.
  */
 export function untrustedValueWording(subject: string): ErrorWording {
   return {
-    field: (pointer) => (pointer === "" ? subject : redactKeyShaped(pointer)),
+    field: (pointer) => (pointer === "" ? subject : pointer),
     quote: quotedClientText,
   };
 }
