@@ -4,10 +4,10 @@
 import { hash } from "node:crypto";
 import type { JSONSchemaType } from "ajv";
 import { Counter, Gauge } from "prom-client";
-import { ConfigError } from "../../src/config.ts";
 import { declareErrors } from "../../src/errors.ts";
 import { definePolicy } from "../../src/policy.ts";
 import { credentialsOf } from "../../src/redaction.ts";
+import { ConfigError } from "../../src/startup-errors.ts";
 import { bearerCredential } from "../../src/untrusted-text.ts";
 import { digestPrefix } from "./key-file.ts";
 import { openKeyStore } from "./key-store.ts";

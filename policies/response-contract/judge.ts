@@ -8,8 +8,8 @@ import {
   parseWithExactIntegers,
   unescapePointerToken,
 } from "../../src/json.ts";
-import { describeValidationError } from "../../src/openapi.ts";
 import type { Exchange, UpstreamAnswer } from "../../src/policy.ts";
+import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../../src/untrusted-text.ts";
 import { excerpt, headerExcerpt, jsonErrorExcerpt } from "./excerpt.ts";
 import type { OperationPlan, Rule } from "./plan.ts";
@@ -279,7 +279,7 @@ function schemaViolation(
     message:
       error.keyword === "required"
         ? `${pointer} is required`
-        : describeValidationError(errors, "the answer").slice(0, 200),
+        : describeSchemaError(errors, untrustedValueWording("the answer")).slice(0, 200),
     excerpt: excerpt(at, name, exchange),
   };
 }

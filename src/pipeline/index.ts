@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import type { GatewayConfig } from "../config.ts";
+import type { GatewayConfig } from "../config-schema.ts";
 import { type GatewayError, gatewayError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ApiDescription } from "../openapi.ts";
