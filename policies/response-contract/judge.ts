@@ -10,10 +10,12 @@ import {
 } from "../../src/json.ts";
 import type { Exchange, UpstreamAnswer } from "../../src/policy.ts";
 import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";
-import { JSON_FAMILY_MEDIA_TYPE } from "../../src/untrusted-text.ts";
+import { cutText, JSON_FAMILY_MEDIA_TYPE } from "../../src/untrusted-text.ts";
 import { excerpt, headerExcerpt, jsonErrorExcerpt } from "./excerpt.ts";
 import type { OperationPlan, Rule } from "./plan.ts";
 import type { Violation } from "./report.ts";
+
+const MESSAGE_MAX = 200;
 
 /** The violations of one answer, or undefined when it keeps the contract. */
 export function judge(
@@ -68,7 +70,7 @@ export function judge(
         rule: "encoding",
         pointer: "",
         message: answer.fault,
-        excerpt: String(answer.headers["content-encoding"] ?? "none"),
+        excerpt: headerExcerpt(String(answer.headers["content-encoding"] ?? "none"), exchange),
       },
     ];
   }
@@ -279,7 +281,7 @@ function schemaViolation(
     message:
       error.keyword === "required"
         ? `${pointer} is required`
-        : describeSchemaError(errors, untrustedValueWording("the answer")).slice(0, 200),
+        : cutText(describeSchemaError(errors, untrustedValueWording("the answer")), MESSAGE_MAX),
     excerpt: excerpt(at, name, exchange),
   };
 }
