@@ -156,8 +156,16 @@ const QUOTED_MAX = 64;
  * it redacts keys (Exchange.redact), and a piece of one cut off here could not be recognised there.
  */
 export function quotedClientText(text: string): string {
-  if (text.length <= QUOTED_MAX) return text;
-  let cut = QUOTED_MAX;
+  return cutText(text, QUOTED_MAX);
+}
+
+/**
+ * text cut to at most max characters and "…", never through a run of key characters: the run is
+ * kept whole or left out whole, so that a redactor that comes after sees whole keys.
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let cut = max;
   while (cut > 0 && isKeyCharacter(text.charCodeAt(cut)) && isKeyCharacter(text.charCodeAt(cut - 1))) cut--;
   return `${text.slice(0, cut)}…`;
 }
