@@ -11,8 +11,8 @@ import { recordLogLine } from "../policies/lifecycle/deprecation-log-lines.ts";
 import { CallerTally } from "../policies/lifecycle/deprecation-report.ts";
 import { reportToCsv } from "../policies/lifecycle/deprecation-report-formats.ts";
 import { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
-import { DEFAULT_OPENAPI_FILE } from "../src/config.ts";
 import { loadApiDescription } from "../src/openapi.ts";
+import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
 
 const USAGE = `usage: deprecation-report [--format json|csv] [--now <ISO date>] [--openapi <file>] [file ...]
 Reads gateway log lines (JSON, one per line; a prefix before the JSON is ignored) from the files

@@ -2,8 +2,8 @@
 // of the Pet Store interface (config/openapi.json), so the gateway can be run and
 // tested end to end without the production service.
 import * as http from "node:http";
-import { DEFAULT_OPENAPI_FILE } from "./config.ts";
 import { loadApiDescription } from "./openapi.ts";
+import { DEFAULT_OPENAPI_FILE } from "./project-files.ts";
 
 export interface DemoBackendOptions {
   /** How many animals to seed; default 6. */

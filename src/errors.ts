@@ -150,6 +150,7 @@ export function catalogueOf(
   return Object.freeze(catalogue);
 }
 
-export function errorBody(error: GatewayError): string {
-  return JSON.stringify({ code: error.code, message: error.message, status: error.status });
+/** The Error object's JSON; message replaces the error's own (a redacted copy of it). */
+export function errorBody(error: GatewayError, message = error.message): string {
+  return JSON.stringify({ code: error.code, message, status: error.status });
 }

@@ -2,7 +2,7 @@
 // mount; buildGateway() wraps them in the gateway's own public and ops servers (not listening).
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { ConfigError, type GatewayConfig } from "./config.ts";
+import type { GatewayConfig } from "./config-schema.ts";
 import { catalogueOf, type ErrorCode, gatewayError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
@@ -13,6 +13,7 @@ import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
 import { answerClientError, answerConnect, answerOpsClientError } from "./pipeline/local-replies.ts";
 import { watchSends } from "./pipeline/send-watchdog.ts";
 import type { AnyPolicyDefinition, PolicyContext, PolicyInstance } from "./policy.ts";
+import { ConfigError } from "./startup-errors.ts";
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;

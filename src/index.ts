@@ -2,14 +2,8 @@
 import policies from "../policies/index.ts";
 import { type CatalogueEntry, catalogueOf, type GatewayError } from "./errors.ts";
 
-export {
-  ConfigError,
-  DEFAULT_CONFIG_FILE,
-  DEFAULT_OPENAPI_FILE,
-  type GatewayConfig,
-  loadConfig,
-  validateConfig,
-} from "./config.ts";
+export { loadConfig, validateConfig } from "./config.ts";
+export type { GatewayConfig } from "./config-schema.ts";
 export type { ErrorCode, GatewayError } from "./errors.ts";
 export {
   type BuiltGateway,
@@ -23,6 +17,15 @@ export { createMetrics, type Metrics } from "./metrics.ts";
 export { type ApiDescription, loadApiDescription, type Operation } from "./openapi.ts";
 export type { Exchange, OperationPolicy, PolicyContext, PolicyDefinition, PolicyInstance } from "./policy.ts";
 export { definePolicy } from "./policy.ts";
+export { DEFAULT_CONFIG_FILE, DEFAULT_OPENAPI_FILE } from "./project-files.ts";
+export {
+  ApiDescriptionError,
+  ConfigError,
+  ListenError,
+  STARTUP_ERROR_CODES,
+  StartupError,
+  type StartupErrorCode,
+} from "./startup-errors.ts";
 export { chooseUpstream } from "./upstream-choice.ts";
 export { policies };
 

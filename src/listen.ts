@@ -3,11 +3,9 @@
 // failure here names the address and the settings that chose it.
 import { once } from "node:events";
 import { isIPv6, type Server } from "node:net";
-import { type GatewayConfig, settingName } from "./config.ts";
-
-export class ListenError extends Error {
-  override name = "ListenError";
-}
+import { settingName } from "./config.ts";
+import type { GatewayConfig } from "./config-schema.ts";
+import { ListenError } from "./startup-errors.ts";
 
 /** The config fields that give each listener its address. */
 const LISTENERS = {

@@ -6,13 +6,13 @@ import auth from "../policies/auth/index.ts";
 import policies from "../policies/index.ts";
 import { runPrimary, workerCount } from "./cluster/primary.ts";
 import { runWorker } from "./cluster/worker.ts";
-import { ConfigError, loadConfig } from "./config.ts";
+import { loadConfig } from "./config.ts";
 import { type DemoSetup, startDemo } from "./demo.ts";
-import { ListenError } from "./listen.ts";
 import { createLogger } from "./logger.ts";
-import { type ApiDescription, ApiDescriptionError } from "./openapi.ts";
+import type { ApiDescription } from "./openapi.ts";
 import { optionsOf } from "./policy.ts";
 import { logListening, type ProcessSetup, serve } from "./serve.ts";
+import { StartupError } from "./startup-errors.ts";
 import { chooseUpstream } from "./upstream-choice.ts";
 
 async function main(): Promise<void> {
@@ -55,12 +55,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  // One line naming the problem: a bad config field, a broken description, a busy port.
+  // One line naming the problem: a bad config field, a broken description, a busy port. Node's
+  // own system errors ("connect ECONNREFUSED ...") say theirs too; anything else is a bug, with its stack.
   const known =
-    error instanceof ConfigError ||
-    error instanceof ApiDescriptionError ||
-    error instanceof ListenError ||
-    typeof (error as NodeJS.ErrnoException)?.syscall === "string";
+    error instanceof StartupError || typeof (error as NodeJS.ErrnoException)?.syscall === "string";
   process.stderr.write(
     `petstore-gateway: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`,
   );

@@ -1,10 +1,10 @@
 // Loads the OpenAPI description once and compiles everything the gateway needs from it:
 // operations, routes, parameter specs and ajv validators. Nothing is compiled per request.
 import { readFileSync } from "node:fs";
-import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
+import type { ValidateFunction } from "ajv";
 import { parseJsonText } from "./json/syntax-error.ts";
-import { quotedClientText, redactKeyShaped } from "./untrusted-text.ts";
+import { createSchemaValidator } from "./schema-validator.ts";
+import { ApiDescriptionError } from "./startup-errors.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -61,10 +61,6 @@ export interface ApiDescription {
   operation(id: string): Operation | undefined;
 }
 
-export class ApiDescriptionError extends Error {
-  override name = "ApiDescriptionError";
-}
-
 export function loadApiDescription(file: string): ApiDescription {
   let document: JsonObject;
   try {
@@ -83,14 +79,7 @@ function compileApiDescription(document: JsonObject): ApiDescription {
   if (typeof document.openapi !== "string" || !document.openapi.startsWith("3.1")) {
     throw new Error('"openapi" must be a 3.1.x version (its schemas are JSON Schema 2020-12)');
   }
-  const ajv = new Ajv2020({
-    strict: true,
-    allErrors: false,
-    $data: false,
-    coerceTypes: false,
-    useDefaults: false,
-  });
-  addFormats.default(ajv);
+  const ajv = createSchemaValidator({ draft: "2020-12" });
   // OpenAPI annotation keywords that are not JSON Schema; they carry no validation.
   for (const keyword of ["example", "xml", "externalDocs", "discriminator"]) ajv.addKeyword(keyword);
   const components = asObject(document.components, "components") ?? {};
@@ -221,20 +210,6 @@ function compileApiDescription(document: JsonObject): ApiDescription {
     validateError: compile({ $ref: ERROR_SCHEMA_REF }, "components.schemas.Error"),
     operation: (id: string) => byId.get(id),
   });
-}
-
-/** The first ajv error as one line naming the field by its JSON pointer ("/categoryId must be integer"), or the subject at the root. */
-export function describeValidationError(errors: ErrorObject[] | null | undefined, subject: string): string {
-  const error = errors?.[0];
-  if (!error) return `${subject} is not valid`;
-  // The path is made of the client's member names.
-  const where = error.instancePath === "" ? subject : redactKeyShaped(error.instancePath);
-  const params = error.params as Record<string, unknown>;
-  if (error.keyword === "additionalProperties")
-    return `${where} must not have the property '${quotedClientText(String(params.additionalProperty))}'`;
-  if (error.keyword === "enum")
-    return `${where} must be one of ${(params.allowedValues as unknown[]).join(", ")}`;
-  return `${where} ${error.message ?? "is not valid"}`;
 }
 
 function basePathOf(servers: Json | undefined): string {

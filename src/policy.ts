@@ -43,6 +43,12 @@ export interface Exchange {
   setQueryParameter(name: string, value: string): void;
   /** Names the authenticated caller (logged, counted, given to later phases). */
   identify(consumer: string): void;
+  /**
+   * text with every key in it replaced by [redacted] (src/redaction.ts): the request's own
+   * credential and any key a policy recognises. Every text a policy writes that may hold a
+   * client's or a backend's words goes through it, before it is cut short.
+   */
+  redact(text: string): string;
 }
 
 /** The backend's answer as the response phase sees it. */

@@ -7,7 +7,7 @@ import net from "node:net";
 import { Readable } from "node:stream";
 import tls from "node:tls";
 import { createProxyServer } from "http-proxy-3";
-import type { GatewayConfig } from "./config.ts";
+import type { GatewayConfig } from "./config-schema.ts";
 import type { CoreExchange } from "./pipeline/exchange.ts";
 
 export type UpstreamFault = "unavailable" | "timeout";

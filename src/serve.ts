@@ -4,7 +4,7 @@
 // before the process exits, since they are the record of deprecated calls.
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { GatewayConfig } from "./config.ts";
+import type { GatewayConfig } from "./config-schema.ts";
 import { buildGateway, type Gateway } from "./gateway.ts";
 import { listen } from "./listen.ts";
 import type { LoggerHandle } from "./logger.ts";

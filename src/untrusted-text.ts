@@ -4,6 +4,8 @@
 // from this module, and test/unit/untrusted-text.test.ts has recheck judge each export. Where no
 // regex is needed, a scan over character codes does the job in one pass.
 
+import { isKeyCharacter, REDACTED } from "./redaction.ts";
+
 // --- Requests ------------------------------------------------------------------------------------
 /**
  * A path that is not canonical: the path the policies judge must be the path the backend gets, so
@@ -46,12 +48,6 @@ export const POINTER_ARRAY_INDEX = /\/[0-9]+(?=\/|$)/g;
 // --- Excerpts of answers and headers for logs and reports ----------------------------------------
 /** A member name whose value is a secret. */
 export const SENSITIVE_NAME = /key|token|secret|passw|authori[sz]ation|credential|cookie|session/i;
-/** What keys look like in an answer or a header: a long run of base64 characters. */
-export const TOKEN_LIKE = /[A-Za-z0-9_+/=-]{24,}/g;
-export const TOKEN_CHAR = /[A-Za-z0-9_+/=-]/;
-export const LETTER = /[A-Za-z]/;
-export const DIGIT = /[0-9]/;
-export const BEARER_PREFIX = /^bearer\s+/i;
 /** A cell a spreadsheet would run as a formula. */
 export const FORMULA_START = /^[=+\-@\t\r]/;
 /** A cell that needs RFC 4180 quotes. */
@@ -74,19 +70,16 @@ export function bearerCredential(authorization: string): string | undefined {
   return authorization.slice(7).trim();
 }
 
-const REDACTED = "[redacted]";
 const LOGGED_PATH_MAX = 256;
-// A run of key-shaped characters this long is taken for a key.
-const KEY_RUN = 24;
 
-/** The request target for the log: with key material redacted, then bounded in length. */
-export function loggedPath(url: string): string {
-  let text = url;
+/**
+ * The request target for the log: parameters named for credentials blanked, keys redacted (by
+ * the exchange's redact), then bounded in length. Redacted before the cut, so that a cut through
+ * a key cannot leave a piece of it too short to be recognised.
+ */
+export function loggedPath(url: string, exchange: { redact(text: string): string }): string {
   // A key pasted into the query string (?api_key=…) is refused, but its line must not keep it.
-  if (text.includes("?")) text = redactCredentialQuery(text);
-  // Redacting before the cut, so a cut through a key cannot leave a piece of it too short to
-  // look like one.
-  text = redactKeyShaped(text);
+  const text = exchange.redact(url.includes("?") ? redactCredentialQuery(url) : url);
   return text.length > LOGGED_PATH_MAX ? `${text.slice(0, LOGGED_PATH_MAX)}…` : text;
 }
 
@@ -154,87 +147,25 @@ function startsWithIgnoringAsciiCase(text: string, index: number, word: string):
   return true;
 }
 
-/**
- * Runs of 24 or more key-shaped units (letters, digits, "_.~+-", or a %XX escape, which counts
- * as the one character it stands for) that hold a letter, as [redacted]: what keys look like (a
- * random key may have no digit), and nothing of this interface's paths, values or messages is
- * (ids are digits). For a key pasted anywhere in a request target (?status=<key>, /pets/<key>)
- * and for client text quoted in an error message.
- */
-export function redactKeyShaped(text: string): string {
-  // Shorter texts cannot hold a run that long: most lines skip the scan.
-  if (text.length < KEY_RUN) return text;
-  let out = "";
-  let copied = 0;
-  let i = 0;
-  while (i < text.length) {
-    // Units are read the same way from a given start, so a run is its longest reading; one too
-    // short is retried from its next character, where an escape reads as two more units. Such a
-    // run is at most 69 characters: the retries stay linear in the text.
-    let end = i;
-    let units = 0;
-    let letter = false;
-    for (;;) {
-      const c = text.charCodeAt(end);
-      if (isKeyCharacter(c)) {
-        letter ||= isLetter(c);
-        end++;
-      } else if (
-        c === 37 /* % */ &&
-        isHexDigit(text.charCodeAt(end + 1)) &&
-        isHexDigit(text.charCodeAt(end + 2))
-      ) {
-        letter ||= isLetter(Number.parseInt(text.slice(end + 1, end + 3), 16));
-        end += 3;
-      } else break;
-      units++;
-    }
-    if (units < KEY_RUN) {
-      i++;
-      continue;
-    }
-    if (letter) {
-      out += `${text.slice(copied, i)}${REDACTED}`;
-      copied = end;
-    }
-    i = end;
-  }
-  return copied === 0 ? text : out + text.slice(copied);
-}
-
 const QUOTED_MAX = 64;
 
 /**
- * A client's own text (a parameter's or a member's name) as an error message quotes it: with
- * key-shaped runs redacted as in the access log, then cut short. The answer goes back through
- * proxies, browser histories and bug reports, where a pasted key must not follow it.
+ * A client's own text (a parameter's or a member's name) as an error message quotes it: cut
+ * short, but never through a run of key characters, which is kept whole or left out whole. The
+ * message goes back through proxies, browser histories and bug reports: the output that writes
+ * it redacts keys (Exchange.redact), and a piece of one cut off here could not be recognised there.
  */
 export function quotedClientText(text: string): string {
-  const redacted = redactKeyShaped(text);
-  return redacted.length > QUOTED_MAX ? `${redacted.slice(0, QUOTED_MAX)}…` : redacted;
+  return cutText(text, QUOTED_MAX);
 }
 
-function isLetter(c: number): boolean {
-  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
-}
-
-function isDigit(c: number): boolean {
-  return c >= 48 && c <= 57;
-}
-
-function isHexDigit(c: number): boolean {
-  return isDigit(c) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
-}
-
-/** A letter, a digit or one of "_.~+-". */
-function isKeyCharacter(c: number): boolean {
-  return (
-    isLetter(c) ||
-    isDigit(c) ||
-    c === 95 /* _ */ ||
-    c === 46 /* . */ ||
-    c === 126 /* ~ */ ||
-    c === 43 /* + */ ||
-    c === 45 /* - */
-  );
+/**
+ * text cut to at most max characters and "…", never through a run of key characters: the run is
+ * kept whole or left out whole, so that a redactor that comes after sees whole keys.
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let cut = max;
+  while (cut > 0 && isKeyCharacter(text.charCodeAt(cut)) && isKeyCharacter(text.charCodeAt(cut - 1))) cut--;
+  return `${text.slice(0, cut)}…`;
 }

@@ -1,7 +1,7 @@
 // Which backend the gateway fronts: UPSTREAM_URL, else the configured upstream of the chosen
 // environment, else (only when no environment was chosen) the bundled demo backend.
-import type { GatewayConfig } from "./config.ts";
-import { ConfigError } from "./config.ts";
+import type { GatewayConfig } from "./config-schema.ts";
+import { ConfigError } from "./startup-errors.ts";
 
 export type UpstreamChoice =
   | { readonly kind: "configured"; readonly url: string; readonly environment: "production" | "staging" }

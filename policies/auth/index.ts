@@ -4,9 +4,10 @@
 import { hash } from "node:crypto";
 import type { JSONSchemaType } from "ajv";
 import { Counter, Gauge } from "prom-client";
-import { ConfigError } from "../../src/config.ts";
 import { declareErrors } from "../../src/errors.ts";
 import { definePolicy } from "../../src/policy.ts";
+import { credentialsOf } from "../../src/redaction.ts";
+import { ConfigError } from "../../src/startup-errors.ts";
 import { bearerCredential } from "../../src/untrusted-text.ts";
 import { digestPrefix } from "./key-file.ts";
 import { openKeyStore } from "./key-store.ts";
@@ -97,6 +98,8 @@ export default definePolicy<AuthOptions, AuthMetrics>({
       throw new ConfigError(`policies.auth.consumerHeader must not be ${header}`);
     }
     const upstreamCredential = mode === "replace" ? readUpstreamCredential(options) : undefined;
+    // The backend's credential must not come out either (a backend that echoes its headers).
+    const upstreamParts = credentialsOf(upstreamCredential);
 
     const store = openKeyStore({ keysFile, reloadIntervalMs: options.reloadIntervalMs, logger, metrics });
 
@@ -108,8 +111,9 @@ export default definePolicy<AuthOptions, AuthMetrics>({
       // echoed in the answer and written to every log line of the request.
       // A digest from the key file is not a key, but it must not come out anywhere either.
       recognizesCredential: (value) => {
+        for (const part of upstreamParts) if (value.includes(part)) return true;
         const { entries } = store.current();
-        return entries.has(hash("sha256", value, "hex")) || entries.has(value.toLowerCase());
+        return entries.has(keyDigest(value)) || entries.has(value.toLowerCase());
       },
       forOperation: () => ({
         onRequest(exchange) {
@@ -126,9 +130,7 @@ export default definePolicy<AuthOptions, AuthMetrics>({
             exchange.notes.authFailure = "empty key";
             return INVALID;
           }
-          // As hex text, not a Buffer: a Buffer made by crypto is a new ArrayBuffer (a backing store
-          // for the collector to track) on every request.
-          const digest = hash("sha256", key, "hex");
+          const digest = keyDigest(key);
           const keys = store.current();
           const entry = keys.entries.get(digest);
           // The table found the entry by the whole digest already; the comparison stays
@@ -155,6 +157,20 @@ export default definePolicy<AuthOptions, AuthMetrics>({
     };
   },
 });
+
+/**
+ * The hex SHA-256 of a key as the client sent it. Node reads a header's bytes as latin1, one
+ * character per byte: a key with bytes beyond ASCII (UTF-8 text) is hashed from those bytes, so
+ * that the key file's digest of the key's UTF-8 bytes finds it. As hex text, not a Buffer: a
+ * Buffer made by crypto is a new ArrayBuffer (a backing store for the collector to track) on
+ * every request.
+ */
+export function keyDigest(key: string): string {
+  for (let i = 0; i < key.length; i++) {
+    if (key.charCodeAt(i) > 0x7f) return hash("sha256", Buffer.from(key, "latin1"), "hex");
+  }
+  return hash("sha256", key, "hex");
+}
 
 function readUpstreamCredential(options: AuthOptions): string {
   const variable = options.upstreamCredentialEnv;

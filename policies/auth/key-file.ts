@@ -2,9 +2,9 @@
 // It holds digests only, never keys. Shared by the auth policy, which loads it, and by
 // scripts/keys.ts, which edits it, so the CLI never writes a file the gateway would refuse.
 import { createHash, randomBytes } from "node:crypto";
-import { Ajv } from "ajv";
-import addFormats from "ajv-formats";
 import { parseJsonText } from "../../src/json/syntax-error.ts";
+import { describeSchemaError } from "../../src/schema-error.ts";
+import { compileSchema } from "../../src/schema-validator.ts";
 
 /** A consumer's name ends up in logs, metric labels and a header: short and plain. */
 export const CONSUMER_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$";
@@ -46,9 +46,7 @@ const SCHEMA = {
   },
 };
 
-const ajv = new Ajv({ strict: true, allErrors: false });
-addFormats.default(ajv, ["date-time"]);
-const validate = ajv.compile(SCHEMA);
+const validate = compileSchema(SCHEMA);
 
 /**
  * Parses and checks a key file's text. Throws an Error whose message names the place
@@ -58,8 +56,7 @@ const validate = ajv.compile(SCHEMA);
 export function parseKeyFile(text: string): KeyFile {
   const parsed = parseJsonText(text);
   if (!validate(parsed)) {
-    const error = validate.errors?.[0];
-    throw new Error(`${error?.instancePath || "the file"} ${error?.message ?? "is not valid"}`);
+    throw new Error(describeSchemaError(validate.errors, { field: (pointer) => pointer || "the file" }));
   }
   const file = parsed as KeyFile;
   const seen = new Map<string, number>();

@@ -5,7 +5,7 @@ import { readFileSync, type Stats, statSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import type { Logger } from "pino";
 import type { Counter, Gauge } from "prom-client";
-import { ConfigError } from "../../src/config.ts";
+import { ConfigError } from "../../src/startup-errors.ts";
 import { type KeyTable, tableOf } from "./key-table.ts";
 
 export interface KeyStore {

@@ -4,10 +4,9 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
 import type { Counter } from "prom-client";
-import { ConfigError } from "../../src/config.ts";
 import type { GatewayError } from "../../src/errors.ts";
 import type { Exchange } from "../../src/policy.ts";
-import { redactText } from "../response-contract/excerpt.ts";
+import { ConfigError } from "../../src/startup-errors.ts";
 import { ANONYMOUS, type ConsumerCounter } from "./consumers.ts";
 import { type CallerTally, DEPRECATED_CALL_MSG, USER_AGENT_MAX } from "./deprecation-report.ts";
 import { errors } from "./errors.ts";
@@ -155,6 +154,6 @@ function appendLink(existing: OutgoingHttpHeaders[string], link: string): string
 
 function headerText(value: string | string[] | undefined, exchange: Exchange): string {
   // Redacted before it is cut, so that a cut through a key cannot leave a piece of it.
-  const text = redactText(Array.isArray(value) ? value.join(", ") : (value ?? ""), exchange);
+  const text = exchange.redact(Array.isArray(value) ? value.join(", ") : (value ?? ""));
   return text.length > USER_AGENT_MAX ? text.slice(0, USER_AGENT_MAX) : text;
 }

@@ -1,9 +1,10 @@
 // What the OpenAPI document says of each operation's lifecycle: the deprecation extension (since,
 // sunset, successor) and the stability marker, read once and checked. The deprecation report
 // command builds the same facts from the document.
-import { Ajv } from "ajv";
-import addFormats from "ajv-formats";
-import { type ApiDescription, ApiDescriptionError, type Operation } from "../../src/openapi.ts";
+import type { ApiDescription, Operation } from "../../src/openapi.ts";
+import { describeSchemaError, type ErrorWording } from "../../src/schema-error.ts";
+import { compileSchema } from "../../src/schema-validator.ts";
+import { ApiDescriptionError } from "../../src/startup-errors.ts";
 import type { DeprecatedOperationFacts } from "./deprecation-report.ts";
 
 /** The extension that dates a deprecation and names its successor. */
@@ -46,15 +47,19 @@ const EXTENSION_SCHEMA = {
   },
 };
 
+const extensionField = (pointer: string) => `${DEPRECATION_EXTENSION}${pointer.replaceAll("/", ".")}`;
+const EXTENSION_WORDING: ErrorWording = {
+  field: extensionField,
+  unknownProperty: (pointer, property) => `${extensionField(pointer)} has an unknown field "${property}"`,
+};
+
 /**
  * The lifecycle facts of a description, checked: a deprecated operation needs the date it took
  * effect (RFC 9745 has no "deprecated, date unknown"), since must not be after sunset, and the
  * successor must be an operation of the same document. Throws ApiDescriptionError naming the operation.
  */
 export function readLifecycle(api: ApiDescription): LifecycleFacts {
-  const ajv = new Ajv({ strict: true, allErrors: false });
-  addFormats.default(ajv, ["date-time"]);
-  const validate = ajv.compile(EXTENSION_SCHEMA);
+  const validate = compileSchema(EXTENSION_SCHEMA);
   const deprecations = new Map<string, Deprecation>();
   const stability = new Map<string, Stability>();
   for (const operation of api.operations) {
@@ -83,14 +88,7 @@ export function readLifecycle(api: ApiDescription): LifecycleFacts {
     if (!operation.deprecated)
       fail(`${DEPRECATION_EXTENSION} is given but the operation is not deprecated: true`);
     if (!validate(extension)) {
-      const error = validate.errors?.[0];
-      const field = `${DEPRECATION_EXTENSION}${error?.instancePath.replaceAll("/", ".") ?? ""}`;
-      const params = (error?.params ?? {}) as Record<string, unknown>;
-      fail(
-        error?.keyword === "additionalProperties"
-          ? `${field} has an unknown field "${String(params.additionalProperty)}"`
-          : `${field} ${error?.message ?? "is not valid"}`,
-      );
+      fail(describeSchemaError(validate.errors, EXTENSION_WORDING));
     }
     const fields = extension as {
       since: string;

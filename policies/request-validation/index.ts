@@ -6,9 +6,9 @@ import { isUtf8 } from "node:buffer";
 import type { JSONSchemaType } from "ajv";
 import { declareErrors } from "../../src/errors.ts";
 import { parseRequestJson } from "../../src/json/request-body.ts";
-import { describeValidationError } from "../../src/openapi.ts";
 import { checkParameter } from "../../src/parameters.ts";
 import { definePolicy } from "../../src/policy.ts";
+import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";
 import { JSON_MEDIA_TYPE, quotedClientText } from "../../src/untrusted-text.ts";
 
 export interface RequestValidationOptions {
@@ -105,7 +105,10 @@ export default definePolicy<RequestValidationOptions>({
               );
             }
             if (body.validate && !body.validate(parsed.value)) {
-              return errors.error("INVALID_BODY", describeValidationError(body.validate.errors, "body"));
+              return errors.error(
+                "INVALID_BODY",
+                describeSchemaError(body.validate.errors, untrustedValueWording("body")),
+              );
             }
             return undefined;
           },

@@ -100,7 +100,13 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
       const operation = plan.operation.id;
       const action = plan.mode === "enforce" ? "rejected" : "passed";
       const at = new Date(now()).toISOString();
-      for (const violation of found) {
+      for (const raw of found) {
+        // The pointer and the message may hold the backend's member names, and with them a key it echoed.
+        const violation = {
+          ...raw,
+          pointer: exchange.redact(raw.pointer),
+          message: exchange.redact(raw.message),
+        };
         violations.labels(operation, violation.rule, plan.mode).inc();
         logger.warn(
           {

@@ -2,9 +2,10 @@
 // validator, whether it is the interface's Error object, and the interface's own rules
 // (x-gateway-response-rules), checked against the operation they name.
 import type { ValidateFunction } from "ajv";
-import { Ajv } from "ajv";
 import { escapePointerToken } from "../../src/json/pointer.ts";
 import type { Operation } from "../../src/openapi.ts";
+import { describeSchemaError } from "../../src/schema-error.ts";
+import { compileSchema } from "../../src/schema-validator.ts";
 
 // The interface's rules beyond its schemas, as the document states them.
 export type Rule =
@@ -51,7 +52,7 @@ const RULES_SCHEMA = {
 
 /** Checks a document's rules: one validator per policy instance, shared by its operations. */
 export function rulesValidator(): ValidateFunction {
-  return new Ajv({ strict: true, allErrors: false }).compile(RULES_SCHEMA);
+  return compileSchema(RULES_SCHEMA);
 }
 
 export function planOperation(
@@ -96,8 +97,7 @@ function compileRules(operation: Operation, validate: ValidateFunction): Map<str
   const byStatus = new Map<string, Rule[]>();
   if (declared === undefined) return byStatus;
   if (!validate(declared)) {
-    const error = validate.errors?.[0];
-    throw new Error(`${where}${error?.instancePath ?? ""} ${error?.message ?? "is not valid"}`);
+    throw new Error(describeSchemaError(validate.errors, { field: (pointer) => `${where}${pointer}` }));
   }
   const entries = declared as {
     rule: Rule["rule"];

@@ -2,7 +2,7 @@
 // with, the primary's questions (collect your metrics, your part of a report), the workers'
 // answers, and the two orders (shut down, reload). Plain JSON, as IPC carries it.
 import type { Worker } from "node:cluster";
-import type { GatewayConfig } from "../config.ts";
+import type { GatewayConfig } from "../config-schema.ts";
 
 /** The environment variable that carries the primary's setup to a worker. */
 export const WORKER_SETUP = "PETSTORE_GATEWAY_WORKER";

@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { GatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
 import type { Exchange } from "../policy.ts";
+import { credentialsOf, type KeyRecognizer, redactKeys } from "../redaction.ts";
 
 /** The exchange as the core holds it: the policies' view plus the core's own bookkeeping. */
 export interface CoreExchange extends Exchange {
@@ -51,13 +52,32 @@ class RequestExchange implements CoreExchange {
   finished = false;
   heldAnswerBytes = 0;
   reservedAnswerBytes = 0;
+  /** The client's Authorization as it arrived: a policy may replace or remove it for the backend. */
+  private readonly clientAuthorization: string | undefined;
+  private readonly isKey: KeyRecognizer;
 
-  constructor(req: IncomingMessage, res: ServerResponse, requestId: string, clientAddress: string) {
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+    clientAddress: string,
+    isKey: KeyRecognizer,
+  ) {
     this.req = req;
     this.res = res;
     this.requestId = requestId;
     this.clientAddress = clientAddress;
     this.url = req.url ?? "";
+    this.clientAuthorization = req.headers.authorization;
+    this.isKey = isKey;
+  }
+
+  redact(text: string): string {
+    // The client's credential, and the one the backend got in its place (an upstream credential).
+    const credentials = credentialsOf(this.clientAuthorization);
+    const forwarded = this.req.headers.authorization;
+    if (forwarded !== this.clientAuthorization) credentials.push(...credentialsOf(forwarded));
+    return redactKeys(text, credentials, this.isKey);
   }
 
   setQueryParameter(name: string, value: string): void {
@@ -70,14 +90,20 @@ class RequestExchange implements CoreExchange {
   }
 }
 
-/** A new exchange, carried by its request and its response. */
+const KNOWS_NO_KEY: KeyRecognizer = () => false;
+
+/**
+ * A new exchange, carried by its request and its response. isKey: whether a run of key
+ * characters is a key some policy knows (for redact()).
+ */
 export function newExchange(
   req: IncomingMessage,
   res: ServerResponse,
   requestId: string,
   clientAddress: string,
+  isKey: KeyRecognizer = KNOWS_NO_KEY,
 ): CoreExchange {
-  const exchange = new RequestExchange(req, res, requestId, clientAddress);
+  const exchange = new RequestExchange(req, res, requestId, clientAddress, isKey);
   (req as Carrier)[EXCHANGE] = exchange;
   (res as Carrier)[EXCHANGE] = exchange;
   return exchange;

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import type { GatewayConfig } from "../config.ts";
+import type { GatewayConfig } from "../config-schema.ts";
 import { type GatewayError, gatewayError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ApiDescription } from "../openapi.ts";
@@ -74,7 +74,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
         operation: exchange?.operation?.id,
         policy,
         phase,
-        error: error instanceof Error ? { message: error.message, stack: error.stack } : String(error),
+        // A policy's error may quote the request it failed on.
+        error: redactedError(error, exchange),
       },
       "policy failed",
     );
@@ -138,6 +139,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       res,
       clientId !== undefined && !credentialAsId ? clientId : randomUUID(),
       clientAddressOf(req, isTrustedProxy),
+      isCredential,
     );
     // Replacing a known key tells the client it is one: the operator sees that somebody tried.
     if (credentialAsId) exchange.notes.requestIdReplaced = "credential";
@@ -221,4 +223,13 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
 function ignoreClientError(): void {
   // A client that goes away mid-request is not the gateway's fault; 'close' observes it.
+}
+
+function redactedError(
+  error: unknown,
+  exchange: CoreExchange | undefined,
+): string | { message: string; stack: string } {
+  const redact = (text: string) => (exchange ? exchange.redact(text) : text);
+  if (!(error instanceof Error)) return redact(String(error));
+  return { message: redact(error.message), stack: redact(error.stack ?? "") };
 }

@@ -46,7 +46,8 @@ export function createLocalReplies(
       }
       exchange.rejection = error;
       abandonUpstream(exchange);
-      const body = errorBody(error);
+      // A message may quote the client's own text (a parameter's name), and with it a key.
+      const body = errorBody(error, exchange.redact(error.message));
       const headers: OutgoingHttpHeaders = {
         "content-type": "application/json",
         "content-length": Buffer.byteLength(body),

@@ -40,7 +40,7 @@ export function createObserve(
         reqId: exchange.requestId,
         operation,
         method,
-        path: loggedPath(exchange.url),
+        path: loggedPath(exchange.url, exchange),
         status,
         durationMs: round(end - exchange.startedAt),
         upstreamMs: upstreamMs === undefined ? undefined : round(upstreamMs),

@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
 import { checkSync } from "recheck";
+import { redactKeys } from "../../src/redaction.ts";
 import * as untrustedText from "../../src/untrusted-text.ts";
-import { bearerCredential, loggedPath, redactKeyShaped } from "../../src/untrusted-text.ts";
+import { bearerCredential, loggedPath } from "../../src/untrusted-text.ts";
 
 test("recheck judges every regex the gateway runs on untrusted text safe from catastrophic backtracking", () => {
   const judged: string[] = [];
@@ -20,7 +21,7 @@ test("recheck judges every regex the gateway runs on untrusted text safe from ca
     judged.push(`${name}: ${verdict}`);
   }
   // The module holds them all: an empty list would mean they moved out of the test's sight.
-  assert.ok(judged.length >= 20, judged.join("\n"));
+  assert.ok(judged.length >= 17, judged.join("\n"));
   console.log(judged.join("\n"));
   // The judge itself: the regex that froze the gateway is found out.
   assert.equal(checkSync(CREDENTIAL_QUERY.source, CREDENTIAL_QUERY.flags).status, "vulnerable");
@@ -29,20 +30,28 @@ test("recheck judges every regex the gateway runs on untrusted text safe from ca
 // The access log's redaction as it was written with regexes, kept as the reference the scans
 // must agree with. Only ever run here, on short texts: CREDENTIAL_QUERY takes cubic time.
 const CREDENTIAL_QUERY = /([?&][^=&]*(?:key|token|auth|secret|password|signature)[^=&]*=)[^&]*/gi;
-const TOKEN_SHAPED = /(?:[A-Za-z0-9_.~+-]|%[0-9A-Fa-f]{2}){24,}/g;
+// A key character written plainly, as %XX, or as \uXXXX: "-", digits, letters, "_".
+const ESCAPED_KEY_CHARACTER = "(?:2[dD]|3[0-9]|4[1-9A-Fa-f]|5[0-9Aa]|5[Ff]|6[1-9A-Fa-f]|7[0-9Aa])";
+const KEY_RUN = new RegExp(
+  `(?:[A-Za-z0-9_-]|%${ESCAPED_KEY_CHARACTER}|\\\\u00${ESCAPED_KEY_CHARACTER})+`,
+  "g",
+);
+// The one key the reference and the gateway are told of (a policy's recognizer).
+const KNOWN = "1234567890-1234567890";
+const isKnown = (run: string) => run === KNOWN;
 function regexLoggedPath(url: string): string {
   let text = url;
   if (text.includes("?")) text = text.replace(CREDENTIAL_QUERY, "$1[redacted]");
-  if (text.length >= 24) {
-    text = text.replace(TOKEN_SHAPED, (run) => {
-      const plain = run.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) =>
-        String.fromCharCode(Number.parseInt(hex, 16)),
-      );
-      return /[A-Za-z]/.test(plain) ? "[redacted]" : run;
-    });
-  }
+  text = text.replace(KEY_RUN, (run) => {
+    const plain = run.replace(/%([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})/g, (_, pct?: string, u?: string) =>
+      String.fromCharCode(Number.parseInt(pct ?? u ?? "", 16)),
+    );
+    if (plain.length < 20) return run;
+    return (/[A-Za-z]/.test(plain) && plain.length >= 24) || isKnown(plain) ? "[redacted]" : run;
+  });
   return text.length > 256 ? `${text.slice(0, 256)}…` : text;
 }
+const redactor = { redact: (text: string) => redactKeys(text, [], isKnown) };
 
 test("the access log redacts a request target exactly as the regexes it replaces did", () => {
   // The characters the two patterns care about, and a few that split runs.
@@ -56,6 +65,12 @@ test("the access log redacts a request target exactly as the regexes it replaces
     "password",
     "signature",
     "%41",
+    "%2d",
+    "%2e",
+    "\\u0041",
+    "\\u005f",
+    "\\u00",
+    "1234567890",
     "%4",
     "%20",
     "%2G",
@@ -66,7 +81,7 @@ test("the access log redacts a request target exactly as the regexes it replaces
   fc.assert(
     fc.property(fc.array(unit, { maxLength: 60 }), (pieces) => {
       const target = pieces.join("");
-      assert.equal(loggedPath(target), regexLoggedPath(target));
+      assert.equal(loggedPath(target, redactor), regexLoggedPath(target));
     }),
     { numRuns: 20_000 },
   );
@@ -79,20 +94,12 @@ test("the access log redacts a request target exactly as the regexes it replaces
     `/v1/pets/%41${"a".repeat(22)}`,
     `/v1/pets?status=${"1".repeat(30)}`,
     `/v1/pets?status=${"%61".repeat(24)}`,
+    `/v1/pets?status=${KNOWN}`,
+    `/v1/pets?status=${"\\u0031".repeat(20)}`,
     `/v1/pets?${"x".repeat(300)}`,
   ]) {
-    assert.equal(loggedPath(target), regexLoggedPath(target), target);
+    assert.equal(loggedPath(target, redactor), regexLoggedPath(target), target);
   }
-});
-
-test("a key in a message is redacted whole, and text without one is returned as it was", () => {
-  const key = "test_6t3Vd0x2Yw8u1Xq9Zr4s7Ap5Bn0Cm2Dk";
-  assert.equal(
-    redactKeyShaped(`query parameter ${key} is not part of listPets`),
-    "query parameter [redacted] is not part of listPets",
-  );
-  const plain = "query parameter colour is not part of listPets";
-  assert.equal(redactKeyShaped(plain), plain);
 });
 
 test("a bearer key is read from Authorization exactly as the regex it replaces did", () => {

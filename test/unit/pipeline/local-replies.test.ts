@@ -17,6 +17,7 @@ import {
 } from "../../../src/pipeline/local-replies.ts";
 
 const getPet = { id: "getPet" } as unknown as Operation;
+const PASTED_KEY = "pgw_pasted-key-0123456789abcdef";
 
 function fakeExchange(request: { method?: string; headers?: Record<string, string> } = {}) {
   const written: { status?: number; headers?: OutgoingHttpHeaders; body?: unknown; ended: boolean } = {
@@ -47,6 +48,8 @@ function fakeExchange(request: { method?: string; headers?: Record<string, strin
     notes: {},
     rejection: undefined,
     finished: false,
+    // As the gateway's redactor would, for the one key these tests use.
+    redact: (text: string) => text.replaceAll(PASTED_KEY, "[redacted]"),
   } as unknown as CoreExchange;
   return { exchange, written, socket };
 }
@@ -88,6 +91,19 @@ test("a refusal is the Error object, uncached, with the request id, and it is no
   assert.equal(exchange.rejection, error);
   assert.deepEqual(abandoned, [exchange]);
   assert.equal(isClosing(socket as never), false);
+});
+
+test("a refusal's message goes out through the exchange's redactor, and its length with it", () => {
+  const { reject } = createLocalReplies(
+    new Map(),
+    () => undefined,
+    () => false,
+  );
+  const { exchange, written } = fakeExchange();
+  reject(exchange, gatewayError("BAD_REQUEST", `query parameter ${PASTED_KEY} is not part of listPets`));
+  const body = String(written.body);
+  assert.equal(JSON.parse(body).message, "query parameter [redacted] is not part of listPets");
+  assert.equal(written.headers?.["content-length"], Buffer.byteLength(body));
 });
 
 test("a refusal of a request whose body was never read closes the connection", () => {

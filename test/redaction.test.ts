@@ -1,0 +1,224 @@
+// Key material never comes back out: keys of every shape the key file may hold, placed wherever a
+// client (or a backend echoing the client) can put them, written plainly, percent-encoded or
+// \u-escaped, leave no 12-character piece of themselves in any log line, any answer the gateway
+// writes, /metrics, /deprecations or /contract/violations.
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { connect } from "node:net";
+import { after, before, describe, test } from "node:test";
+import fc from "fast-check";
+import {
+  jsonAnswer,
+  type ProgrammableBackend,
+  startProgrammableBackend,
+} from "./fixtures/programmable-backend.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { type ApiKey, writeKeysFile, writeKeysFileAt } from "./support/keys.ts";
+
+const HTTP_CASES = Math.max(60, Math.round(600 * Number(process.env.PROPERTY_SCALE ?? 0.1)));
+
+const generated = writeKeysFile(["acme"]);
+const caller = generated.keyOf("acme");
+const randomOf = (alphabet: string, length: number) =>
+  Array.from(randomBytes(length), (byte) => alphabet[byte % alphabet.length]).join("");
+// Keys of every shape: as the CLI makes them, and short ones that only the key file can tell
+// from other text (digits only, letters only, under the length a key-shaped run is redacted at).
+const placed: ApiKey[] = [
+  { consumer: "cli", key: `pgw_${randomBytes(32).toString("base64url")}` },
+  { consumer: "digits", key: randomOf("0123456789", 20) },
+  { consumer: "letters", key: randomOf("abcdefghijklmnopqrstuvwxyz", 22) },
+  { consumer: "dashes", key: `${randomOf("abcdef", 10)}-_-${randomOf("0123456789", 10)}` },
+];
+// Not in the key file: a key the client believes in, sent as its own credential.
+const unknownOwn = `own_${randomBytes(20).toString("base64url")}`;
+const nonAscii = "clé-secrète-für-ünïcödé-schlüssel";
+writeKeysFileAt(generated.file, [...generated.keys, ...placed, { consumer: "unicode", key: nonAscii }]);
+
+const percentEncoded = (key: string) =>
+  [...key].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`).join("");
+const unicodeEscaped = (key: string) =>
+  [...key].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("");
+const ENCODINGS = {
+  plain: (key: string) => key,
+  percent: percentEncoded,
+  "half-percent": (key: string) =>
+    [...key].map((c, i) => (i % 2 === 0 ? c : `%${c.charCodeAt(0).toString(16)}`)).join(""),
+} as const;
+
+interface Placement {
+  readonly path: string;
+  readonly method?: string;
+  readonly headers?: Record<string, string>;
+  readonly body?: string;
+}
+
+/** Where a client can put a key: each placement builds one request around the key as written. */
+const PLACEMENTS: Readonly<Record<string, (written: string, key: string) => Placement>> = {
+  "query name": (written) => ({ path: `/pets?${written}=1` }),
+  "query value": (written) => ({ path: `/pets?status=${written}` }),
+  "credential-named query value": (written) => ({ path: `/pets?api_key=${written}` }),
+  "path parameter": (written) => ({ path: `/pets/${written}` }),
+  "any header, echoed by the backend": (_, key) => ({ path: "/pets/1", headers: { "x-echo": key } }),
+  "user agent of the deprecated operation": (_, key) => ({
+    path: "/pets/1",
+    headers: { "user-agent": `curl/8 ${key}` },
+  }),
+  "request id": (_, key) => ({ path: "/pets/1", headers: { "x-request-id": key } }),
+  "JSON member name": (_, key) => ({
+    path: "/pets",
+    method: "POST",
+    body: `{"name":"Rex","categoryId":1,"${key}":1}`,
+  }),
+  "JSON member name, \\u-escaped": (_, key) => ({
+    path: "/pets",
+    method: "POST",
+    body: `{"name":"Rex","categoryId":1,"${unicodeEscaped(key)}":1}`,
+  }),
+  "JSON member value": (_, key) => ({
+    path: "/pets",
+    method: "POST",
+    body: `{"name":"Rex","categoryId":"${key}"}`,
+  }),
+  "JSON member value, \\u-escaped": (_, key) => ({
+    path: "/pets",
+    method: "POST",
+    body: `{"name":"Rex","categoryId":"${unicodeEscaped(key)}"}`,
+  }),
+  "invalid JSON echoed by the backend": (_, key) => ({
+    path: "/pets/1",
+    headers: { "x-echo": key, "x-echo-as": "bare" },
+  }),
+};
+
+/** The backend echoes X-Echo and the User-Agent into answers that break the contract. */
+function echoingBackend(req: { url: string; headers: Record<string, string | string[] | undefined> }) {
+  const echo = String(req.headers["x-echo"] ?? req.headers["user-agent"] ?? "");
+  if (req.headers["x-echo-as"] === "bare") return jsonAnswer(200, `{"id":1,"name":${echo}}`);
+  if (/\/pets\/[^/]+$/.test(req.url.split("?")[0] ?? "")) {
+    // No name (the excerpt shows the object, member names included) and a string id.
+    return jsonAnswer(200, JSON.stringify({ [echo]: echo, id: echo, categoryId: 1 }));
+  }
+  return jsonAnswer(200, JSON.stringify([{ id: 1, name: "Rex", categoryId: 1 }]));
+}
+
+/** Outputs with their escapes read as the characters they stand for, as a reader would see them. */
+function readable(text: string): string {
+  return text.replace(/%([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})/g, (_, pct?: string, u?: string) =>
+    String.fromCharCode(Number.parseInt(pct ?? u ?? "", 16)),
+  );
+}
+
+function pieceOf(keys: readonly string[], text: string): string | undefined {
+  const shown = readable(text);
+  for (const key of keys) {
+    for (let at = 0; at + 12 <= key.length; at++) {
+      const piece = key.slice(at, at + 12);
+      if (text.includes(piece) || shown.includes(piece)) return piece;
+    }
+  }
+  return undefined;
+}
+
+describe("no piece of a key comes out of the gateway", () => {
+  let backend: ProgrammableBackend;
+  let gw: TestGateway;
+  /** What the gateway itself wrote to clients: every answer's headers, and the bodies it wrote. */
+  const answers: string[] = [];
+
+  before(async () => {
+    backend = await startProgrammableBackend();
+    backend.behave((req) => echoingBackend(req));
+    gw = await startGateway({
+      upstreamUrl: backend.url,
+      config: { policies: { auth: { keysFile: generated.file, reloadIntervalMs: 4_000 } } },
+    });
+  });
+  after(async () => {
+    await gw?.close();
+    await backend?.close();
+  });
+
+  test("keys placed anywhere, in any encoding, with any credential, over HTTP", async () => {
+    const keys = placed.map(({ key }) => key);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...keys),
+        fc.constantFrom(...(Object.keys(PLACEMENTS) as (keyof typeof PLACEMENTS)[])),
+        fc.constantFrom(...(Object.keys(ENCODINGS) as (keyof typeof ENCODINGS)[])),
+        fc.constantFrom("caller", "placed", "unknown", "none"),
+        async (key, where, encoding, credential) => {
+          const placement = (PLACEMENTS[where] as (typeof PLACEMENTS)[string])(ENCODINGS[encoding](key), key);
+          const authorization = { caller, placed: key, unknown: unknownOwn, none: undefined }[credential];
+          const answer = await request(`${gw.url}${placement.path}`, {
+            method: placement.method ?? "GET",
+            headers: {
+              ...placement.headers,
+              ...(authorization === undefined ? {} : { authorization: `Bearer ${authorization}` }),
+            },
+            ...(placement.body === undefined ? {} : { body: placement.body }),
+          });
+          const written = [JSON.stringify(answer.headers)];
+          // A 2xx or 3xx body is the backend's own (it echoes on purpose); an error body is the gateway's.
+          if (answer.status >= 400) written.push(answer.body);
+          answers.push(...written);
+          const found = pieceOf([key], written.join("\n"));
+          assert.equal(
+            found,
+            undefined,
+            `${where} (${encoding}, ${credential}): ${answer.status} ${written.join(" ")}`,
+          );
+        },
+      ),
+      { numRuns: HTTP_CASES },
+    );
+
+    const ops = await Promise.all(
+      ["/metrics", "/deprecations", "/deprecations?format=csv", "/contract/violations"].map((path) =>
+        request(`${gw.opsUrl}${path}`),
+      ),
+    );
+    for (const answer of ops) assert.equal(answer.status, 200);
+    const outputs = [...gw.logs.raw, ...answers, ...ops.map((answer) => answer.body)];
+    // The run did reach the places keys were put: contract violations, deprecated calls, 400s.
+    const messages = new Set(gw.logs.lines.map((line) => line.msg));
+    for (const message of ["contract violation", "deprecated call", "request"]) {
+      assert.ok(messages.has(message), `no "${message}" line: ${[...messages].join(", ")}`);
+    }
+    for (const output of outputs) {
+      const piece = pieceOf([...keys, unknownOwn], output);
+      assert.equal(piece, undefined, `a piece of a key (${piece}) in: ${output.slice(0, 400)}`);
+    }
+    console.log(`${HTTP_CASES} requests; ${outputs.length} outputs checked, ${gw.logs.raw.length} log lines`);
+  });
+
+  test("a key beyond ASCII authenticates: its UTF-8 bytes are what the key file's digest is of", async () => {
+    assert.equal(
+      createHash("sha256").update(nonAscii, "utf8").digest("hex").length,
+      64,
+      "the key file holds the digest of the UTF-8 bytes",
+    );
+    const { port } = new URL(gw.url);
+    const status = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => {
+        // Written, not ended: a client that half-closes has left, for the gateway.
+        socket.write(
+          Buffer.concat([
+            Buffer.from("GET /v1/pets HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nAuthorization: Bearer "),
+            Buffer.from(nonAscii, "utf8"),
+            Buffer.from("\r\n\r\n"),
+          ]),
+        );
+      });
+      let head = "";
+      socket.on("data", (chunk) => {
+        head += chunk.toString("latin1");
+      });
+      socket.on("end", () => resolve(head.split("\r\n")[0] ?? ""));
+      socket.on("error", reject);
+    });
+    assert.equal(status, "HTTP/1.1 200 OK", gw.logs.raw.slice(-3).join("\n"));
+    const line = gw.logs.messages("request").at(-1);
+    assert.equal(line?.consumer, "unicode");
+  });
+});
