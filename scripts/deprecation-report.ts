@@ -7,7 +7,9 @@
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { CallerTally, recordLogLine, reportToCsv } from "../policies/lifecycle/deprecation-report.ts";
+import { recordLogLine } from "../policies/lifecycle/deprecation-log-lines.ts";
+import { CallerTally } from "../policies/lifecycle/deprecation-report.ts";
+import { reportToCsv } from "../policies/lifecycle/deprecation-report-formats.ts";
 import { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";

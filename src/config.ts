@@ -3,7 +3,8 @@
 // rules between fields checked, and the result frozen.
 import { readFileSync } from "node:fs";
 import { configSchema, type GatewayConfig } from "./config-schema.ts";
-import { escapePointerToken, parseJsonText } from "./json.ts";
+import { escapePointerToken } from "./json/pointer.ts";
+import { parseJsonText } from "./json/syntax-error.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
 import { DEFAULT_CONFIG_FILE } from "./project-files.ts";
 import { describeSchemaError } from "./schema-error.ts";

@@ -15,8 +15,8 @@ const CENSOR = "[redacted]";
 /**
  * A child for log lines whose fields are all strings, numbers or booleans (the access line):
  * there, key material could only sit in a top-level authorization field. The wildcard path
- * above makes pino run its redactor over every field of every line, which measured about half
- * of the access line's cost; on a flat line it can never match anything.
+ * above makes pino run its redactor over every field of every line, a large share of the cost
+ * of a line written for every request; on a flat line it can never match anything.
  */
 export function flatLineLogger(logger: Logger): Logger {
   return logger.child({}, { redact: { paths: ["authorization"], censor: CENSOR } });
@@ -43,16 +43,15 @@ const PIPE_BUF = 4096;
  * The stdout destination. Alone on its stdout, the process writes asynchronously: one write in
  * flight at a time, of at most maxWrite bytes, the next one when the event loop comes round, so
  * it drains at most maxWrite bytes a turn and lines logged faster than that wait in memory. At
- * SonicBoom's own default, 16 KiB (about 55 access lines a turn), a busy gateway with 50
- * connections at full load stays flat (measured: +4.5 MB/s at 4096). Not more: SonicBoom measures
- * its last buffer on every line, so a bigger one costs CPU that grows with it (15.6 us a line at
- * 1 MiB and 200 lines a turn).
+ * SonicBoom's own default, 16 KiB, a busy gateway at full load drains as fast as it logs and its
+ * memory stays flat; at PIPE_BUF it did not. Not more: SonicBoom measures its last buffer on
+ * every line, so a bigger one costs CPU that grows with it.
  *
  * Workers share stdout (usually a pipe) and need writes of at most PIPE_BUF, which a pipe keeps
  * whole; SonicBoom starts every write at a line boundary, so lines of two workers never
- * interleave. Asynchronous, that is a dozen lines a turn, and a worker at full load grew by
- * 1.2 MB/s (130 -> 167 MB in 30 s, WORKERS=2, 100 connections). So a worker writes synchronously
- * once 2 KiB of lines are waiting, in writes of at most PIPE_BUF: its buffer stays under a few KiB,
+ * interleave. Asynchronous, that is too few lines a turn: a worker at full load logs faster than
+ * it drains and grows without bound. So a worker writes synchronously once 2 KiB of lines are
+ * waiting, in writes of at most PIPE_BUF: its buffer stays within a few KiB,
  * and a log reader that cannot keep up slows the worker down (SonicBoom retries a full pipe)
  * instead of growing its memory. The periodic flush keeps a quiet gateway's lines from waiting.
  */

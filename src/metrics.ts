@@ -127,7 +127,7 @@ export function createMetrics(options: { readonly defaultMetrics: boolean }): Me
 
 /**
  * The label child of each label value, looked up once and reused: prom-client hashes the label
- * values on every labels() call, which is measurable at tens of thousands of requests/s. For
+ * values on every labels() call, a cost paid on every request of a busy gateway. For
  * several labels, nest it, one map per label, so that a lookup builds no key string:
  * `labelChildren((a) => labelChildren((b) => counter.labels(a, b)))`, then `child(a)(b).inc()`.
  * Label values come from bounded sets (see above), so the maps stay small.

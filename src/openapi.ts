@@ -2,7 +2,7 @@
 // operations, routes, parameter specs and ajv validators. Nothing is compiled per request.
 import { readFileSync } from "node:fs";
 import type { ValidateFunction } from "ajv";
-import { parseJsonText } from "./json.ts";
+import { parseJsonText } from "./json/syntax-error.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ApiDescriptionError } from "./startup-errors.ts";
 

@@ -4,7 +4,7 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { eventually } from "./harness.ts";
+import { eventually } from "./support/eventually.ts";
 
 const AUTH = { Authorization: "Bearer demo-key" };
 

@@ -3,9 +3,11 @@
 // a browser's history or a bug report would keep it.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { contractAnswer } from "./fixtures/contract-answer.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { contractAnswer } from "./hardening-kit.ts";
-import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 

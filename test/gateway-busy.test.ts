@@ -4,16 +4,20 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
+import { PET } from "./fixtures/contract-answer.ts";
 import {
   jsonAnswer,
   type ProgrammableBackend,
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
-import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+import { eventually } from "./support/eventually.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
 
 const HELD = 40_000;
 // A page of exactly HELD bytes that keeps the contract.
-const pet = (id: number) => ({ id, name: "Rex", categoryId: 7, status: "available" });
+const pet = (id: number) => ({ ...PET, id });
 const base = JSON.stringify(Array.from({ length: 400 }, (_, id) => pet(id)));
 const PAGE = `${base.slice(0, -1)}${" ".repeat(HELD - base.length)}]`;
 

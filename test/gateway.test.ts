@@ -7,16 +7,11 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import {
-  type BackendProcess,
-  GATEWAY_PROGRAM,
-  PROJECT_ROOT,
-  request,
-  startDemoBackendProcess,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-} from "./harness.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 

@@ -5,9 +5,13 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
 import { PROJECT_ROOT, validateConfig } from "../src/config.ts";
+import { contractAnswer } from "./fixtures/contract-answer.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { assertNoSecrets, capturedOutputs, contractAnswer, watchForCrashes } from "./hardening-kit.ts";
-import { request, startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+import { watchForCrashes } from "./support/crashes.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { assertNoSecrets, capturedOutputs } from "./support/secrets.ts";
 
 const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const APP = "https://app.example.com";

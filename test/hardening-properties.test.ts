@@ -6,21 +6,19 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
-import { parseRequestJson } from "../src/json.ts";
+import { parseRequestJson } from "../src/json/request-body.ts";
+import { contractAnswer } from "./fixtures/contract-answer.ts";
 import {
   type Behaviour,
   type ProgrammableBackend,
   type RecordedRequest,
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
-import {
-  assertNoSecrets,
-  capturedOutputs,
-  contractAnswer,
-  DOCUMENTED_STATUSES,
-  watchForCrashes,
-} from "./hardening-kit.ts";
-import { startGateway, type TestGateway, writeKeysFile } from "./harness.ts";
+import { watchForCrashes } from "./support/crashes.ts";
+import { DOCUMENTED_STATUSES } from "./support/documented-statuses.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { assertNoSecrets, capturedOutputs } from "./support/secrets.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_122);
 // The one case-count variable: each property's count below is the long run's (`npm run test:slow`,
@@ -164,7 +162,7 @@ function depthOf(node: Json): number {
   return 0;
 }
 
-/** The gateway's rules for any JSON body, stated independently of src/json.ts. */
+/** The gateway's rules for any JSON body, stated independently of src/json/. */
 function genericProblem(node: Json): string | undefined {
   if (depthOf(node) > 32) return "too deep";
   const visit = (n: Json): string | undefined => {

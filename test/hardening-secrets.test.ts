@@ -5,17 +5,14 @@ import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
+import { contractAnswer } from "./fixtures/contract-answer.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { assertNoSecrets, capturedOutputs, contractAnswer, watchForCrashes } from "./hardening-kit.ts";
-import {
-  eventually,
-  request,
-  sha256,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-  writeKeysFileAt,
-} from "./harness.ts";
+import { watchForCrashes } from "./support/crashes.ts";
+import { eventually } from "./support/eventually.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { sha256, writeKeysFile, writeKeysFileAt } from "./support/keys.ts";
+import { assertNoSecrets, capturedOutputs } from "./support/secrets.ts";
 
 const generated = writeKeysFile(["acme", "globex"]);
 const { file: keysFile, key, keyOf } = generated;

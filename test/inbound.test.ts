@@ -24,25 +24,19 @@ import { DEFAULT_OPENAPI_FILE } from "../src/config.ts";
 import { createMetrics } from "../src/metrics.ts";
 import type { Operation } from "../src/openapi.ts";
 import { newExchange } from "../src/pipeline/exchange.ts";
+import { PET } from "./fixtures/contract-answer.ts";
 import {
   type Behaviour,
   type ProgrammableBackend,
   type RecordedRequest,
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
-import {
-  type Answer,
-  type BackendProcess,
-  eventually,
-  request,
-  type Sample,
-  sampleValue,
-  scrape,
-  sha256,
-  startDemoBackendProcess,
-  startGateway,
-  type TestGateway,
-} from "./harness.ts";
+import { eventually } from "./support/eventually.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { type Answer, request } from "./support/http.ts";
+import { sha256 } from "./support/keys.ts";
+import { type Sample, sampleValue, scrape } from "./support/metrics.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
 // Everything secret this file makes, and everything the gateways said, for the final grep.
 const clearKeys = new Set<string>();
@@ -197,7 +191,6 @@ function accessLine(gw: TestGateway, requestId: string): Promise<Record<string, 
 let requestCounter = 0;
 const nextRequestId = (label: string) => `${label}-${++requestCounter}`;
 
-const PET = { id: 1, name: "Rex", categoryId: 7, status: "available" };
 const JSON_HEADERS = { "content-type": "application/json" };
 /** Answers the way a Pet Store does, so whatever checks answers later in the chain is satisfied. */
 const likeAPetStore = (req: RecordedRequest): Behaviour => {

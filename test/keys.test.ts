@@ -17,16 +17,12 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import {
-  type BackendProcess,
-  eventually,
-  PROJECT_ROOT,
-  request,
-  sha256,
-  startDemoBackendProcess,
-  startGateway,
-  type TestGateway,
-} from "./harness.ts";
+import { eventually } from "./support/eventually.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { sha256 } from "./support/keys.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
+import { PROJECT_ROOT } from "./support/program.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "gw-keys-cli-"));
 after(() => rmSync(directory, { recursive: true, force: true }));

@@ -13,7 +13,9 @@ import {
   policies,
   validateConfig,
 } from "../src/index.ts";
-import { type BackendProcess, request, startDemoBackendProcess, writeKeysFile } from "./harness.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
 const { file: keysFile, key } = writeKeysFile(["embedder"]);
 let backend: BackendProcess;

@@ -5,26 +5,14 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import {
-  CallerTally,
-  type DeprecationReport,
-  mergeReports,
-  recordLogLine,
-} from "../policies/lifecycle/deprecation-report.ts";
+import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import {
-  type Answer,
-  type BackendProcess,
-  GATEWAY_PROGRAM,
-  PROJECT_ROOT,
-  request,
-  sampleValue,
-  scrape,
-  startDemoBackendProcess,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-} from "./harness.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { type Answer, request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { sampleValue, scrape } from "./support/metrics.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
 const { file: keysFile, keys, keyOf } = writeKeysFile(["acme", "globex", "initech"]);
 const acme = keyOf("acme");
@@ -548,7 +536,7 @@ describe("another document, another deprecated operation and stability markers, 
   });
 });
 
-describe("bounded memory and several workers", () => {
+describe("bounded memory", () => {
   let backend: ProgrammableBackend;
   let gw: TestGateway;
   let clock = Date.parse("2030-01-01T00:00:00Z");
@@ -598,73 +586,6 @@ describe("bounded memory and several workers", () => {
     assert.deepEqual(
       gw.logs.messages("deprecated call").map((line) => line.consumer),
       ["acme", "globex", "initech", "globex"],
-    );
-  });
-
-  test("the parts of several worker processes merge into one report: sums, earliest first seen, latest last seen", () => {
-    const facts = [
-      {
-        operation: "getPet",
-        method: "GET",
-        path: "/v1/pets/{petId}",
-        since: GET_PET_SINCE,
-        sunset: GET_PET_SUNSET,
-        successor: "GET /v1/pets",
-      },
-    ];
-    const at = (iso: string) => Date.parse(iso);
-    const worker1 = new CallerTally(100);
-    worker1.record("getPet", "acme", at("2030-11-01T10:00:00Z"), "acme/1");
-    worker1.record("getPet", "acme", at("2030-11-03T10:00:00Z"), "acme/3");
-    worker1.record("getPet", "globex", at("2030-11-02T10:00:00Z"), "globex/1");
-    const worker2 = new CallerTally(100);
-    worker2.record("getPet", "acme", at("2030-10-30T10:00:00Z"), "acme/0");
-    worker2.record("getPet", "acme", at("2030-11-02T10:00:00Z"), "acme/2");
-    worker2.record("getPet", "initech", at("2030-11-04T10:00:00Z"), "initech/1");
-    const whole = new CallerTally();
-    for (const [consumer, iso, agent] of [
-      ["acme", "2030-11-01T10:00:00Z", "acme/1"],
-      ["acme", "2030-11-03T10:00:00Z", "acme/3"],
-      ["globex", "2030-11-02T10:00:00Z", "globex/1"],
-      ["acme", "2030-10-30T10:00:00Z", "acme/0"],
-      ["acme", "2030-11-02T10:00:00Z", "acme/2"],
-      ["initech", "2030-11-04T10:00:00Z", "initech/1"],
-    ] as const) {
-      whole.record("getPet", consumer, at(iso), agent);
-    }
-    const now = at("2030-11-05T00:00:00Z");
-    // Parts cross process boundaries as JSON.
-    const parts = [worker1, worker2].map(
-      (tally) => JSON.parse(JSON.stringify(tally.report(facts, now))) as DeprecationReport,
-    );
-    const merged = mergeReports(parts);
-    assert.deepEqual(merged, whole.report(facts, now));
-    const acmeRow = merged.operations[0]?.callers.find((row) => row.consumer === "acme");
-    assert.deepEqual(acmeRow, {
-      consumer: "acme",
-      firstSeen: "2030-10-30T10:00:00.000Z",
-      lastSeen: "2030-11-03T10:00:00.000Z",
-      calls: 4,
-      lastUserAgent: "acme/3",
-    });
-    assert.equal(merged.operations[0]?.calls, 6);
-    assert.deepEqual(mergeReports([parts[0] as DeprecationReport]), parts[0]);
-  });
-
-  test("lines that are not deprecated-call lines are skipped by the log reader", () => {
-    const tally = new CallerTally();
-    assert.equal(recordLogLine(tally, '{"msg":"request","operation":"getPet","consumer":"acme"}'), false);
-    assert.equal(recordLogLine(tally, "deprecated call {broken"), false);
-    assert.equal(
-      recordLogLine(tally, '{"msg":"deprecated call","operation":"getPet","consumer":"acme","calledAt":"x"}'),
-      false,
-    );
-    assert.equal(
-      recordLogLine(
-        tally,
-        '{"msg":"deprecated call","operation":"getPet","consumer":"acme","calledAt":"2030-01-01T00:00:00Z"}',
-      ),
-      true,
     );
   });
 });

@@ -4,7 +4,8 @@ import { once } from "node:events";
 import { openSync } from "node:fs";
 import { test } from "node:test";
 import { createLogger, destinationOptions, flatLineLogger } from "../src/logger.ts";
-import { LogCapture, PROJECT_ROOT } from "./harness.ts";
+import { LogCapture } from "./support/gateway.ts";
+import { PROJECT_ROOT } from "./support/program.ts";
 
 const KEY = "Bearer live_secret_key";
 

@@ -9,17 +9,16 @@ import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import policies from "../policies/index.ts";
 import { definePolicy } from "../src/policy.ts";
+import { contractAnswer } from "./fixtures/contract-answer.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { contractAnswer, rawExchange, watchForCrashes } from "./hardening-kit.ts";
-import {
-  eventually,
-  PROJECT_ROOT,
-  parsePrometheus,
-  request,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-} from "./harness.ts";
+import { watchForCrashes } from "./support/crashes.ts";
+import { eventually } from "./support/eventually.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { parsePrometheus } from "./support/metrics.ts";
+import { PROJECT_ROOT } from "./support/program.ts";
+import { rawExchange } from "./support/raw-socket.ts";
 
 const { file: keysFile } = writeKeysFile(["acme"]);
 /** Targets that `new URL()` rejects, and one it reads. */

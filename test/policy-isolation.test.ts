@@ -2,17 +2,12 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
 import { definePolicy } from "../src/policy.ts";
-import {
-  type BackendProcess,
-  eventually,
-  request,
-  sampleValue,
-  scrape,
-  startDemoBackendProcess,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-} from "./harness.ts";
+import { eventually } from "./support/eventually.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { sampleValue, scrape } from "./support/metrics.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
 // A policy with a bug: it throws in the phase the request names in X-Fail.
 const faulty = definePolicy<Record<string, never>>({

@@ -8,7 +8,7 @@ import policies from "../policies/index.ts";
 import { CORE_ENVIRONMENT, loadConfig } from "../src/config.ts";
 import { errorCatalogue } from "../src/index.ts";
 import { createMetrics } from "../src/metrics.ts";
-import { PROJECT_ROOT } from "./harness.ts";
+import { PROJECT_ROOT } from "./support/program.ts";
 
 const README = readFileSync(resolve(PROJECT_ROOT, "README.md"), "utf8");
 

@@ -12,14 +12,9 @@ import {
   type ProgrammableBackend,
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
-import {
-  type ApiKey,
-  request,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-  writeKeysFileAt,
-} from "./harness.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { type ApiKey, writeKeysFile, writeKeysFileAt } from "./support/keys.ts";
 
 const HTTP_CASES = Math.max(60, Math.round(600 * Number(process.env.PROPERTY_SCALE ?? 0.1)));
 

@@ -16,18 +16,12 @@ import {
   type ProgrammableBackend,
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
-import {
-  type Answer,
-  type BackendProcess,
-  eventually,
-  request,
-  sampleValue,
-  scrape,
-  startDemoBackendProcess,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-} from "./harness.ts";
+import { eventually } from "./support/eventually.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { type Answer, request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { sampleValue, scrape } from "./support/metrics.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 const CAP = 32_768;

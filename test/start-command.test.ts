@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { GATEWAY_ENTRY, GATEWAY_NODE_FLAGS } from "../scripts/start-command.ts";
-import { PROJECT_ROOT } from "./harness.ts";
+import { PROJECT_ROOT } from "./support/program.ts";
 
 test("npm start, the Docker image and the tests run the same build with the same node flags", () => {
   const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as {

@@ -9,16 +9,12 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import {
-  eventually,
-  type GatewayProcess,
-  PROJECT_ROOT,
-  request,
-  sampleValue,
-  scrape,
-  startGatewayProcess,
-  writeKeysFile,
-} from "./harness.ts";
+import { eventually } from "./support/eventually.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { sampleValue, scrape } from "./support/metrics.ts";
+import { type GatewayProcess, startGatewayProcess } from "./support/processes.ts";
+import { PROJECT_ROOT } from "./support/program.ts";
 
 const CERTIFICATE = join(PROJECT_ROOT, "test/fixtures/tls-backend.crt");
 const PETS = JSON.stringify([{ id: 1, name: "Rex", categoryId: 1, status: "available" }]);

@@ -9,18 +9,12 @@ import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
 import { nextRestart, workerCount } from "../src/cluster/primary.ts";
 import { loadConfig } from "../src/config.ts";
-import {
-  eventually,
-  GATEWAY_PROGRAM,
-  type GatewayProcess,
-  PROJECT_ROOT,
-  request,
-  type Sample,
-  sampleValue,
-  scrape,
-  startGatewayProcess,
-  writeKeysFile,
-} from "./harness.ts";
+import { eventually } from "./support/eventually.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { type Sample, sampleValue, scrape } from "./support/metrics.ts";
+import { type GatewayProcess, startGatewayProcess } from "./support/processes.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
 const accessLines = (gateway: GatewayProcess) => gateway.lines.filter((line) => line.msg === "request");
 const served = (samples: readonly Sample[], status: string) =>

@@ -2,7 +2,7 @@
 // It holds digests only, never keys. Shared by the auth policy, which loads it, and by
 // scripts/keys.ts, which edits it, so the CLI never writes a file the gateway would refuse.
 import { createHash, randomBytes } from "node:crypto";
-import { parseJsonText } from "../../src/json.ts";
+import { parseJsonText } from "../../src/json/syntax-error.ts";
 import { describeSchemaError } from "../../src/schema-error.ts";
 import { compileSchema } from "../../src/schema-validator.ts";
 

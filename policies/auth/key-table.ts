@@ -14,8 +14,8 @@ export interface KeyTable {
   /** By the hex digest. */
   readonly entries: ReadonlyMap<string, KeyEntry>;
   /**
-   * Every digest, back to back: one buffer instead of a Buffer object per key, 10-14 MB less heap
-   * with 100,000 keys (consumers' names are shared too).
+   * Every digest, back to back: one buffer instead of a Buffer object per key, whose overhead
+   * would grow the heap with every key of a large file (consumers' names are shared too).
    */
   readonly digests: Buffer;
 }

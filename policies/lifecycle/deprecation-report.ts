@@ -1,10 +1,9 @@
 // The deprecation report: who still calls each deprecated operation, how often, first and last
 // seen. One data shape for three producers that must agree figure for figure: the lifecycle
 // policy's ops report (/deprecations), the merge of several worker processes' parts, and the
-// log-based command (scripts/deprecation-report.ts) that answers for a whole fleet.
-import type { ServerResponse } from "node:http";
+// log-based command (scripts/deprecation-report.ts) that answers for a whole fleet. How the
+// report is written out is deprecation-report-formats.ts; how log lines feed it, deprecation-log-lines.ts.
 import { LRUCache } from "lru-cache";
-import { CSV_QUOTED, FORMULA_START } from "../../src/untrusted-text.ts";
 
 const DAY_MS = 86_400_000;
 /** The msg of the log line written for every deprecated call; log pipelines filter on it. */
@@ -209,71 +208,6 @@ export function mergeReports(parts: readonly DeprecationReport[]): DeprecationRe
   };
 }
 
-/** One row per (operation, consumer), for spreadsheets and humans. */
-export function reportToCsv(report: DeprecationReport): string {
-  const lines = [
-    "operation,consumer,first_seen,last_seen,calls,last_user_agent,sunset,days_to_sunset,successor",
-  ];
-  for (const section of report.operations) {
-    for (const row of section.callers) {
-      lines.push(
-        [
-          section.operation,
-          row.consumer,
-          row.firstSeen,
-          row.lastSeen,
-          String(row.calls),
-          defuseFormula(row.lastUserAgent),
-          section.sunset ?? "",
-          section.daysToSunset === null ? "" : String(section.daysToSunset),
-          section.successor ?? "",
-        ]
-          .map(csvCell)
-          .join(","),
-      );
-    }
-  }
-  return `${lines.join("\r\n")}\r\n`;
-}
-
-export function renderReport(
-  report: DeprecationReport,
-  query: ReadonlyMap<string, string>,
-  res: ServerResponse,
-): void {
-  const csv = query.get("format") === "csv";
-  const body = csv ? reportToCsv(report) : `${JSON.stringify(report, null, 2)}\n`;
-  res.writeHead(200, {
-    "content-type": csv ? "text/csv; charset=utf-8" : "application/json",
-    "content-length": Buffer.byteLength(body),
-    "cache-control": "no-store",
-  });
-  res.end(body);
-}
-
-/**
- * Feeds one log line to the tally when it is a deprecated-call line; anything else (other
- * messages, a collector's prefix before the JSON, broken lines) is skipped. Returns whether it counted.
- */
-export function recordLogLine(tally: CallerTally, line: string): boolean {
-  const start = line.indexOf("{");
-  if (start === -1 || !line.includes(DEPRECATED_CALL_MSG)) return false;
-  let entry: Record<string, unknown>;
-  try {
-    entry = JSON.parse(line.slice(start)) as Record<string, unknown>;
-  } catch {
-    return false;
-  }
-  const { msg, operation, consumer, calledAt, userAgent } = entry;
-  if (msg !== DEPRECATED_CALL_MSG || typeof operation !== "string" || typeof consumer !== "string") {
-    return false;
-  }
-  const at = typeof calledAt === "string" ? Date.parse(calledAt) : Number.NaN;
-  if (Number.isNaN(at)) return false;
-  tally.record(operation, consumer, at, typeof userAgent === "string" ? userAgent : "");
-  return true;
-}
-
 function sortCallers(rows: CallerRow[]): CallerRow[] {
   return rows.sort((a, b) =>
     a.lastSeen === b.lastSeen
@@ -296,15 +230,4 @@ function daysBetween(from: string, to: string | null): number | null {
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
-}
-
-// A user agent is the caller's own text: one a spreadsheet would run as a formula gets a quote
-// in front so it stays text.
-function defuseFormula(value: string): string {
-  return FORMULA_START.test(value) ? `'${value}` : value;
-}
-
-// RFC 4180 quoting.
-function csvCell(value: string): string {
-  return CSV_QUOTED.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }

@@ -5,7 +5,7 @@
 import { isUtf8 } from "node:buffer";
 import type { JSONSchemaType } from "ajv";
 import { declareErrors } from "../../src/errors.ts";
-import { parseRequestJson } from "../../src/json.ts";
+import { parseRequestJson } from "../../src/json/request-body.ts";
 import { checkParameter } from "../../src/parameters.ts";
 import { definePolicy } from "../../src/policy.ts";
 import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";

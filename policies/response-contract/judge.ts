@@ -2,7 +2,7 @@
 // when it does; what describes a violation (pointers, excerpts) is built only once one is found.
 import type { IncomingHttpHeaders } from "node:http";
 import type { ErrorObject } from "ajv";
-import { escapePointerToken, unescapePointerToken } from "../../src/json.ts";
+import { escapePointerToken, unescapePointerToken } from "../../src/json/pointer.ts";
 import type { Exchange, UpstreamAnswer } from "../../src/policy.ts";
 import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";
 import { cutText, JSON_FAMILY_MEDIA_TYPE } from "../../src/untrusted-text.ts";

@@ -2,7 +2,7 @@
 // validator, whether it is the interface's Error object, and the interface's own rules
 // (x-gateway-response-rules), checked against the operation they name.
 import type { ValidateFunction } from "ajv";
-import { escapePointerToken } from "../../src/json.ts";
+import { escapePointerToken } from "../../src/json/pointer.ts";
 import type { Operation } from "../../src/openapi.ts";
 import { describeSchemaError } from "../../src/schema-error.ts";
 import { compileSchema } from "../../src/schema-validator.ts";

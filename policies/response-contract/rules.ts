@@ -1,7 +1,7 @@
 // The interface's rules beyond the schema (x-gateway-response-rules): a page no longer than its
 // limit, items of the status the filter asked for, the resource the path named, a created
 // resource that echoes what was sent. Integers beyond 2^53 are compared on their exact source.
-import { mayHoldUnsafeIntegers, parseWithExactIntegers } from "../../src/json.ts";
+import { mayHoldUnsafeIntegers, parseWithExactIntegers } from "../../src/json/integers.ts";
 import type { Exchange } from "../../src/policy.ts";
 import { excerpt } from "./excerpt.ts";
 import type { Rule } from "./plan.ts";

@@ -95,9 +95,9 @@ export async function throughputScenario(
   ratio("cpu per request bare-must/bare", "bare-must", "bare", cpuRatio);
   ratio("gateway/bare-must", "gateway", "bare-must", rpsRatio);
   // The same ratios read another way: each target's least disturbed round, bare's CPU per request
-  // over the target's. A neighbour's few seconds in one target's turn moved the median of four
-  // per-round ratios by 0.2 (bare-must/bare 0.98 by req/s, 0.84 by best rounds), in either
-  // direction: a proxy short of CPU also handles more requests per wake-up.
+  // over the target's. A neighbour's few seconds in one target's turn can move the median of a few
+  // per-round ratios well past the noise, in either direction: a proxy short of CPU also handles
+  // more requests per wake-up.
   const bestCpu = (name: string) => Math.min(...(runs[name] ?? []).map((run) => run.cpuUs ?? Number.NaN));
   const bestRounds = (name: string) => `${name}/bare by best rounds (bare's CPU per request / ${name}'s)`;
   for (const name of ["gateway", "bare-check", "bare-must"]) {

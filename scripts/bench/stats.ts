@@ -62,7 +62,7 @@ export const cpuRatio = (x: Measured, y: Measured) =>
 export const NOISE = 0.03;
 /** Busier than this share of a core at the fixed rate, a target's p99 is mostly its queue. */
 export const BUSY_QUEUEING = 0.6;
-/** Rounds that read a measured bound firmly: in two runs of 16, bare-must/bare moved by 0.02 (in runs of 4, by up to 0.2). */
+/** Rounds that read a measured bound firmly: with fewer, one noisy round moves bare-must/bare by more than NOISE. */
 export const FIRM_ROUNDS = 16;
 
 /**

@@ -1,28 +1,11 @@
 // When a bug reaches the top of a cluster primary, it exits 70 like a lone process, with one
 // `fatal error` line, and its workers stop with it.
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, test } from "node:test";
-import { eventually, type GatewayProcess, startGatewayProcess, writeKeysFile } from "../harness.ts";
-
-/** Bounds every wait of a connection: whatever it sent, it is answered or closed within a few seconds. */
-const SERVER = {
-  headersTimeoutMs: 1000,
-  requestTimeoutMs: 2000,
-  keepAliveTimeoutMs: 500,
-  shutdownDrainMs: 100,
-  shutdownTimeoutMs: 5000,
-};
-
-function configFile(config: Record<string, unknown>): string {
-  const file = join(mkdtempSync(join(tmpdir(), "gw-ops-process-")), "gateway.json");
-  writeFileSync(file, JSON.stringify({ opsHost: "127.0.0.1", server: SERVER, ...config }));
-  return file;
-}
-
-const fatalLines = (gw: GatewayProcess) => gw.lines.filter((line) => line.msg === "fatal error");
+import { boundedConfigFile } from "../support/config-file.ts";
+import { eventually } from "../support/eventually.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { fatalLines, startGatewayProcess } from "../support/processes.ts";
 
 describe("a bug that reaches the top of a cluster primary", () => {
   const { file: keysFile } = writeKeysFile(["acme"]);
@@ -31,7 +14,7 @@ describe("a bug that reaches the top of a cluster primary", () => {
       const gw = await startGatewayProcess(
         {
           HOST: "127.0.0.1",
-          GATEWAY_CONFIG: configFile({}),
+          GATEWAY_CONFIG: boundedConfigFile({}),
           UPSTREAM_URL: "http://127.0.0.1:9/v1",
           API_KEYS_FILE: keysFile,
           FAULT: fault,

@@ -2,25 +2,17 @@
 // what an HTTP client library would refuse to send is exactly what an attacker sends.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { contractAnswer } from "../fixtures/contract-answer.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
-import {
-  assertNoSecrets,
-  contractAnswer,
-  framingProbes,
-  pipelinedRequest,
-  type RawOutcome,
-  rawExchange,
-  watchForCrashes,
-} from "../hardening-kit.ts";
-import {
-  eventually,
-  request,
-  sampleValue,
-  scrape,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-} from "../harness.ts";
+import { watchForCrashes } from "../support/crashes.ts";
+import { eventually } from "../support/eventually.ts";
+import { framingProbes, pipelinedRequest } from "../support/framing-probes.ts";
+import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { sampleValue, scrape } from "../support/metrics.ts";
+import { type RawOutcome, rawExchange } from "../support/raw-socket.ts";
+import { assertNoSecrets } from "../support/secrets.ts";
 
 const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const AUTH = `Authorization: Bearer ${key}\r\n`;

@@ -13,8 +13,10 @@ import {
   type ProgrammableBackend,
   startProgrammableBackend,
 } from "../fixtures/programmable-backend.ts";
-import { pipelinedRequest } from "../hardening-kit.ts";
-import { eventually, type GatewayProcess, startGatewayProcess, writeKeysFile } from "../harness.ts";
+import { eventually } from "../support/eventually.ts";
+import { pipelinedRequest } from "../support/framing-probes.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
 
 const CONNECTIONS = 30;
 const PIPELINED = 32;

@@ -1,9 +1,15 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { PIPELINE_DEPTH } from "../../src/pipeline/connection-state.ts";
+import { contractAnswer } from "../fixtures/contract-answer.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
-import { contractAnswer, pipelinedRequest, rawExchange, watchForCrashes } from "../hardening-kit.ts";
-import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "../harness.ts";
+import { watchForCrashes } from "../support/crashes.ts";
+import { eventually } from "../support/eventually.ts";
+import { pipelinedRequest } from "../support/framing-probes.ts";
+import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { rawExchange } from "../support/raw-socket.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 

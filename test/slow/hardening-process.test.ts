@@ -8,20 +8,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { contractAnswer } from "../fixtures/contract-answer.ts";
 import {
   type Behaviour,
   type ProgrammableBackend,
   startProgrammableBackend,
 } from "../fixtures/programmable-backend.ts";
-import {
-  assertNoSecrets,
-  contractAnswer,
-  framingProbes,
-  parseResponses,
-  pipelinedRequest,
-  rawExchange,
-} from "../hardening-kit.ts";
-import { eventually, type GatewayProcess, request, startGatewayProcess, writeKeysFile } from "../harness.ts";
+import { eventually } from "../support/eventually.ts";
+import { framingProbes, pipelinedRequest } from "../support/framing-probes.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
+import { parseResponses, rawExchange } from "../support/raw-socket.ts";
+import { assertNoSecrets } from "../support/secrets.ts";
 
 const { file: keysFile, keys, key, keyOf } = writeKeysFile(["acme", "globex"]);
 

@@ -5,16 +5,12 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
-import { watchForCrashes } from "../hardening-kit.ts";
-import {
-  eventually,
-  request,
-  sampleValue,
-  scrape,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-} from "../harness.ts";
+import { watchForCrashes } from "../support/crashes.ts";
+import { eventually } from "../support/eventually.ts";
+import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { sampleValue, scrape } from "../support/metrics.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 // Far more than the kernel's buffers on loopback hold, streamed (not JSON: never held whole).

@@ -6,15 +6,15 @@ import http from "node:http";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { contractAnswer } from "../fixtures/contract-answer.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
-import {
-  assertNoSecrets,
-  capturedOutputs,
-  contractAnswer,
-  DOCUMENTED_STATUSES,
-  watchForCrashes,
-} from "../hardening-kit.ts";
-import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "../harness.ts";
+import { watchForCrashes } from "../support/crashes.ts";
+import { DOCUMENTED_STATUSES } from "../support/documented-statuses.ts";
+import { eventually } from "../support/eventually.ts";
+import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { assertNoSecrets, capturedOutputs } from "../support/secrets.ts";
 
 const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 

@@ -8,13 +8,13 @@ import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { writeKeysFile } from "../support/keys.ts";
 import {
   type BackendProcess,
   type GatewayProcess,
   startDemoBackendProcess,
   startGatewayProcess,
-  writeKeysFile,
-} from "../harness.ts";
+} from "../support/processes.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 // Node's default header limit (16 KB) holds the request line: the target stays just under it.

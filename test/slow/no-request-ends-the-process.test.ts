@@ -2,13 +2,13 @@
 // targets that new URL() rejects and a few hundred seeded random requests (FC_SEED=<n> replays a
 // run), then still answers /healthz, with no `fatal error` line.
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
-import { rawExchange } from "../hardening-kit.ts";
-import { eventually, type GatewayProcess, request, startGatewayProcess } from "../harness.ts";
+import { boundedConfigFile } from "../support/config-file.ts";
+import { eventually } from "../support/eventually.ts";
+import { request } from "../support/http.ts";
+import { fatalLines, type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
+import { rawExchange } from "../support/raw-socket.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_123);
 const ABSOLUTE_FORM = [
@@ -17,27 +17,12 @@ const ABSOLUTE_FORM = [
   "http://%zz/healthz",
   "http://1.2.3.4.5/readyz",
 ];
-/** Bounds every wait of a connection: whatever it sent, it is answered or closed within a few seconds. */
-const SERVER = {
-  headersTimeoutMs: 1000,
-  requestTimeoutMs: 2000,
-  keepAliveTimeoutMs: 500,
-  shutdownDrainMs: 100,
-  shutdownTimeoutMs: 5000,
-};
-
-function configFile(config: Record<string, unknown>): string {
-  const file = join(mkdtempSync(join(tmpdir(), "gw-ops-process-")), "gateway.json");
-  writeFileSync(file, JSON.stringify({ opsHost: "127.0.0.1", server: SERVER, ...config }));
-  return file;
-}
-
 /** The demo, as `npm start` runs it, with every worker listening. */
 async function startDemo(workers: number): Promise<GatewayProcess> {
   const gw = await startGatewayProcess({
     HOST: "127.0.0.1",
     WORKERS: String(workers),
-    GATEWAY_CONFIG: configFile({}),
+    GATEWAY_CONFIG: boundedConfigFile({}),
   });
   await eventually(
     "every worker listening",
@@ -46,8 +31,6 @@ async function startDemo(workers: number): Promise<GatewayProcess> {
   );
   return gw;
 }
-
-const fatalLines = (gw: GatewayProcess) => gw.lines.filter((line) => line.msg === "fatal error");
 
 // ---------------------------------------------------------------------------------------------
 // Requests as a hostile client writes them.

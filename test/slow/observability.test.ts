@@ -17,20 +17,13 @@ import {
   type RecordedRequest,
   startProgrammableBackend,
 } from "../fixtures/programmable-backend.ts";
-import {
-  eventually,
-  findProgram,
-  GATEWAY_PROGRAM,
-  PROJECT_ROOT,
-  parsePrometheus,
-  request,
-  type Sample,
-  sampleValue,
-  scrape,
-  startGateway,
-  type TestGateway,
-  writeKeysFile,
-} from "../harness.ts";
+import { eventually } from "../support/eventually.ts";
+import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { parsePrometheus, type Sample, sampleValue, scrape } from "../support/metrics.ts";
+import { findProgram } from "../support/processes.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
 const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex"]);
 const acme = keyOf("acme");

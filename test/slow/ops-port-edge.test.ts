@@ -7,8 +7,12 @@ import { after, before, describe, test } from "node:test";
 import policies from "../../policies/index.ts";
 import { validateConfig } from "../../src/config.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
-import { dribble, parseResponses, rawExchange, watchForCrashes } from "../hardening-kit.ts";
-import { eventually, request, startGateway, type TestGateway, writeKeysFile } from "../harness.ts";
+import { watchForCrashes } from "../support/crashes.ts";
+import { eventually } from "../support/eventually.ts";
+import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { dribble, parseResponses, rawExchange } from "../support/raw-socket.ts";
 
 const { file: keysFile } = writeKeysFile(["acme"]);
 const HEADERS_TIMEOUT_MS = 1000;

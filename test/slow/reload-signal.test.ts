@@ -6,15 +6,15 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { eventually } from "../support/eventually.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
 import {
   type BackendProcess,
-  eventually,
   type GatewayProcess,
-  request,
   startDemoBackendProcess,
   startGatewayProcess,
-  writeKeysFile,
-} from "../harness.ts";
+} from "../support/processes.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "petstore-reload-"));
 let backend: BackendProcess;

@@ -10,13 +10,13 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { writeKeysFile } from "../support/keys.ts";
 import {
   type BackendProcess,
   type GatewayProcess,
   startDemoBackendProcess,
   startGatewayProcess,
-  writeKeysFile,
-} from "../harness.ts";
+} from "../support/processes.ts";
 
 const DRAIN_MS = 1500;
 const directory = mkdtempSync(join(tmpdir(), "petstore-shutdown-"));

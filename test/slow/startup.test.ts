@@ -9,7 +9,10 @@ import { createInterface } from "node:readline";
 import { type TestContext, test } from "node:test";
 import { validateConfig } from "../../src/config.ts";
 import { definePolicy } from "../../src/policy.ts";
-import { eventually, GATEWAY_PROGRAM, PROJECT_ROOT, request, writeKeysFile } from "../harness.ts";
+import { eventually } from "../support/eventually.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const child = spawn(process.execPath, GATEWAY_PROGRAM, {

@@ -4,7 +4,7 @@ import { validateConfig } from "../../src/config.ts";
 import { createGateway } from "../../src/gateway.ts";
 import { createLogger } from "../../src/logger.ts";
 import { definePolicy } from "../../src/policy.ts";
-import { LogCapture } from "../harness.ts";
+import { LogCapture } from "../support/gateway.ts";
 
 function reloading(name: string, reload: (why: string) => void | Promise<void>) {
   return definePolicy<Record<string, never>>({

@@ -1,0 +1,58 @@
+// The deprecation report as a client asks for it on the ops port: JSON by default, CSV for
+// spreadsheets. The CSV cells are defused because a spreadsheet runs what looks like a formula.
+import type { ServerResponse } from "node:http";
+import { CSV_QUOTED, FORMULA_START } from "../../src/untrusted-text.ts";
+import type { DeprecationReport } from "./deprecation-report.ts";
+
+/** One row per (operation, consumer), for spreadsheets and humans. */
+export function reportToCsv(report: DeprecationReport): string {
+  const lines = [
+    "operation,consumer,first_seen,last_seen,calls,last_user_agent,sunset,days_to_sunset,successor",
+  ];
+  for (const section of report.operations) {
+    for (const row of section.callers) {
+      lines.push(
+        [
+          section.operation,
+          row.consumer,
+          row.firstSeen,
+          row.lastSeen,
+          String(row.calls),
+          defuseFormula(row.lastUserAgent),
+          section.sunset ?? "",
+          section.daysToSunset === null ? "" : String(section.daysToSunset),
+          section.successor ?? "",
+        ]
+          .map(csvCell)
+          .join(","),
+      );
+    }
+  }
+  return `${lines.join("\r\n")}\r\n`;
+}
+
+export function renderReport(
+  report: DeprecationReport,
+  query: ReadonlyMap<string, string>,
+  res: ServerResponse,
+): void {
+  const csv = query.get("format") === "csv";
+  const body = csv ? reportToCsv(report) : `${JSON.stringify(report, null, 2)}\n`;
+  res.writeHead(200, {
+    "content-type": csv ? "text/csv; charset=utf-8" : "application/json",
+    "content-length": Buffer.byteLength(body),
+    "cache-control": "no-store",
+  });
+  res.end(body);
+}
+
+// A user agent is the caller's own text: one a spreadsheet would run as a formula gets a quote
+// in front so it stays text.
+function defuseFormula(value: string): string {
+  return FORMULA_START.test(value) ? `'${value}` : value;
+}
+
+// RFC 4180 quoting.
+function csvCell(value: string): string {
+  return CSV_QUOTED.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+}

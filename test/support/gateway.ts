@@ -1,0 +1,88 @@
+// A real gateway in the test's own process, listening on port 0, with its pino lines captured.
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
+import { Writable } from "node:stream";
+import policies from "../../policies/index.ts";
+import { type GatewayConfig, validateConfig } from "../../src/config.ts";
+import { buildGateway, type Gateway } from "../../src/gateway.ts";
+import { createLogger } from "../../src/logger.ts";
+import type { AnyPolicyDefinition } from "../../src/policy.ts";
+
+/** The gateway's pino lines, parsed, as they were written. */
+export class LogCapture extends Writable {
+  readonly lines: Record<string, unknown>[] = [];
+  readonly raw: string[] = [];
+  #partial = "";
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+    const text = this.#partial + chunk.toString("utf8");
+    const parts = text.split("\n");
+    this.#partial = parts.pop() ?? "";
+    for (const part of parts) {
+      if (part === "") continue;
+      this.raw.push(part);
+      this.lines.push(JSON.parse(part) as Record<string, unknown>);
+    }
+    done();
+  }
+  /** Lines with the given msg. */
+  messages(msg: string): Record<string, unknown>[] {
+    return this.lines.filter((line) => line.msg === msg);
+  }
+}
+
+export interface TestGateway {
+  readonly url: string; // e.g. http://127.0.0.1:PORT/v1
+  readonly origin: string; // http://127.0.0.1:PORT
+  readonly opsUrl: string; // http://127.0.0.1:OPSPORT
+  readonly gateway: Gateway;
+  readonly config: GatewayConfig;
+  readonly logs: LogCapture;
+  close(): Promise<void>;
+}
+
+export interface StartGatewayOptions {
+  readonly upstreamUrl: string;
+  /** Partial config, validated like a config file. */
+  readonly config?: Record<string, unknown>;
+  readonly policies?: readonly AnyPolicyDefinition[];
+  readonly environment?: string;
+  readonly now?: () => number;
+}
+
+export async function startGateway(options: StartGatewayOptions): Promise<TestGateway> {
+  const config = validateConfig({ port: 0, opsPort: 0, ...options.config }, options.policies ?? policies);
+  const logs = new LogCapture();
+  // The gateway's own logger configuration (redaction included), writing into the capture.
+  const { logger } = createLogger(config.log.level, logs);
+  const built = buildGateway({
+    config,
+    policies: options.policies ?? policies,
+    upstreamUrl: options.upstreamUrl,
+    environment: options.environment ?? "production",
+    logger,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  built.server.listen(0, "127.0.0.1");
+  built.opsServer.listen(0, "127.0.0.1");
+  await Promise.all([once(built.server, "listening"), once(built.opsServer, "listening")]);
+  const port = (built.server.address() as AddressInfo).port;
+  const opsPort = (built.opsServer.address() as AddressInfo).port;
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    url: `${origin}${built.gateway.api.basePath}`,
+    origin,
+    opsUrl: `http://127.0.0.1:${opsPort}`,
+    gateway: built.gateway,
+    config,
+    logs,
+    async close() {
+      built.server.closeAllConnections();
+      built.opsServer.closeAllConnections();
+      await Promise.all([
+        new Promise((done) => built.server.close(done)),
+        new Promise((done) => built.opsServer.close(done)),
+      ]);
+      await built.gateway.close();
+    },
+  };
+}

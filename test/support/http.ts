@@ -1,0 +1,43 @@
+// An HTTP client that shows exactly what came back: status, headers and the whole body.
+import http from "node:http";
+
+export interface Answer {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: string;
+  json<T = unknown>(): T;
+}
+
+export interface RequestOptions {
+  readonly method?: string;
+  readonly headers?: Record<string, string>;
+  readonly body?: string | Buffer;
+  /** A bearer key: sets Authorization: Bearer <key>. */
+  readonly key?: string;
+}
+
+/** One HTTP/1.1 request on its own connection; the body is returned whole, as text. */
+export function request(url: string, options: RequestOptions = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
+  if (options.body !== undefined && headers["content-type"] === undefined)
+    headers["content-type"] = "application/json";
+  return new Promise((resolveAnswer, rejectAnswer) => {
+    const req = http.request(url, { method: options.method ?? "GET", headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("error", rejectAnswer);
+      res.on("end", () => {
+        const body = Buffer.concat(chunks).toString("utf8");
+        resolveAnswer({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body,
+          json: <T>() => JSON.parse(body) as T,
+        });
+      });
+    });
+    req.on("error", rejectAnswer);
+    req.end(options.body);
+  });
+}

@@ -1,0 +1,27 @@
+// Where a key must never show up: log lines, error bodies, /metrics.
+import assert from "node:assert/strict";
+import type { TestGateway } from "./gateway.ts";
+import { request } from "./http.ts";
+import { type ApiKey, sha256 } from "./keys.ts";
+
+/**
+ * Asserts that no key, and no full SHA-256 digest of one, appears in any of the texts (log
+ * lines, error bodies, /metrics). A digest is what the key file holds: it must not leak either.
+ */
+export function assertNoSecrets(keys: readonly ApiKey[], texts: Iterable<string>, where: string): number {
+  const secrets = keys.flatMap(({ key }) => [key, sha256(key)]);
+  let checked = 0;
+  for (const text of texts) {
+    checked++;
+    for (const secret of secrets) {
+      assert.ok(!text.includes(secret), `${where} holds a key or its digest: ${text.slice(0, 300)}`);
+    }
+  }
+  return checked;
+}
+
+/** A test gateway's log lines, its /metrics and the answers a test kept: where a key must never be. */
+export async function capturedOutputs(gw: TestGateway, answers: Iterable<string> = []): Promise<string[]> {
+  const metrics = await request(`${gw.opsUrl}/metrics`);
+  return [...gw.logs.raw, ...answers, metrics.body];
+}
