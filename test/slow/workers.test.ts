@@ -1,22 +1,22 @@
+// Many processes: a cluster primary and its workers, started as `npm start` runs them.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
-import { availableParallelism, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import policies from "../policies/index.ts";
-import { nextRestart, workerCount } from "../src/cluster/primary.ts";
-import { loadConfig } from "../src/config.ts";
-import { eventually } from "./support/eventually.ts";
-import { request } from "./support/http.ts";
-import { writeKeysFile } from "./support/keys.ts";
-import { type Sample, sampleValue, scrape } from "./support/metrics.ts";
-import { type GatewayProcess, startGatewayProcess } from "./support/processes.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
+import { eventually } from "../support/eventually.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { type Sample, sampleValue, scrape } from "../support/metrics.ts";
+import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
 const accessLines = (gateway: GatewayProcess) => gateway.lines.filter((line) => line.msg === "request");
+const deprecatedLines = (gateway: GatewayProcess) =>
+  gateway.lines.filter((line) => line.msg === "deprecated call");
 const served = (samples: readonly Sample[], status: string) =>
   sampleValue(samples, "http_server_request_duration_seconds_count", {
     operation: "listPets",
@@ -48,77 +48,89 @@ async function deprecatedCallsReported(gateway: GatewayProcess): Promise<number>
     operations: { operation: string; calls: number; callers: { consumer: string; calls: number }[] }[];
   }>();
   const getPet = report.operations.find((operation) => operation.operation === "getPet");
-  assert.equal(getPet?.callers.find((caller) => caller.consumer === "demo")?.calls, getPet?.calls);
-  return getPet?.calls ?? 0;
+  const calls = getPet?.calls ?? 0;
+  // Every call is the demo consumer's (none yet: no caller listed).
+  assert.equal(getPet?.callers.find((caller) => caller.consumer === "demo")?.calls ?? 0, calls);
+  return calls;
+}
+
+/** The demo with WORKERS=2: its backend runs once, in the primary, and both workers share its key file. */
+async function startTwoWorkers(): Promise<{ gateway: GatewayProcess; key: string }> {
+  const gateway = await startGatewayProcess({ WORKERS: "2", GATEWAY_CONFIG: "" });
+  const key = gateway.demoKey as string;
+  assert.ok(key, "the demo key is printed");
+  await eventually("both workers listening", () =>
+    gateway.lines.filter((line) => line.msg === "worker listening").length >= 2 ? true : undefined,
+  );
+  return { gateway, key };
 }
 
 describe("WORKERS=2: one port, two worker processes, one set of metrics", () => {
+  // Each test counts what it sent against the totals before it, so that none depends on another.
   let gateway: GatewayProcess;
   let key: string;
-  let sentOk = 0;
-  let sentUnauthorized = 0;
-  let sentDeprecated = 0;
   before(async () => {
-    // The demo: its backend runs once, in the primary, and both workers share its key file.
-    gateway = await startGatewayProcess({ WORKERS: "2", GATEWAY_CONFIG: "" });
-    key = gateway.demoKey as string;
-    assert.ok(key, "the demo key is printed");
-    await gateway.waitFor((line) => line.msg === "worker listening");
-    const workers = gateway.lines.filter((line) => line.msg === "worker listening");
-    if (workers.length < 2)
-      await gateway.waitFor((line) => line.msg === "worker listening" && line !== workers[0]);
+    ({ gateway, key } = await startTwoWorkers());
   });
   after(async () => {
     await gateway.stop("SIGKILL");
   });
 
-  test("requests land on both workers and the scraped totals equal what was sent", async () => {
+  test("requests land on both workers and the scraped totals grow by what was sent", async () => {
+    const before = await scrape(gateway);
+    const linesBefore = accessLines(gateway).length;
     const ok = await sendEach(gateway, 40, key);
     const refused = await sendEach(gateway, 6, undefined);
     assert.ok(ok.every((status) => status === 200));
     assert.ok(refused.every((status) => status === 401));
-    sentOk += 40;
-    sentUnauthorized += 6;
     const samples = await scrape(gateway);
-    assert.equal(served(samples, "200"), sentOk);
-    assert.equal(served(samples, "401"), sentUnauthorized);
-    assert.equal(
-      sampleValue(samples, "gateway_rejections_total", { operation: "listPets", reason: "auth" }),
-      sentUnauthorized,
-    );
+    assert.equal(served(samples, "200") - served(before, "200"), 40);
+    assert.equal(served(samples, "401") - served(before, "401"), 6);
+    const authRejections = (of: readonly Sample[]) =>
+      sampleValue(of, "gateway_rejections_total", { operation: "listPets", reason: "auth" });
+    assert.equal(authRejections(samples) - authRejections(before), 6);
     assert.equal(sampleValue(samples, "gateway_workers"), 2);
     // Every worker loads the one key file: the gauge is not summed over them.
     assert.equal(sampleValue(samples, "gateway_api_keys"), 1);
     assert.equal(sampleValue(samples, "nodejs_version_info") > 0, true);
     // The access lines say which process served: both did.
-    await gateway.waitFor(() => accessLines(gateway).length >= sentOk + sentUnauthorized);
-    const pids = new Set(accessLines(gateway).map((line) => line.pid));
+    await gateway.waitFor(() => accessLines(gateway).length >= linesBefore + 46);
+    const pids = new Set(
+      accessLines(gateway)
+        .slice(linesBefore)
+        .map((line) => line.pid),
+    );
     assert.equal(pids.size, 2);
     assert.equal((await request(`${gateway.opsUrl}/readyz`)).status, 200);
   });
 
   test("a policy's ops report covers every worker: /deprecations counts the calls both served", async () => {
+    const reportedBefore = await deprecatedCallsReported(gateway);
+    const linesBefore = deprecatedLines(gateway).length;
     const statuses = await sendEach(gateway, 12, key, "/v1/pets/1");
     assert.ok(statuses.every((status) => status === 200));
-    sentDeprecated += 12;
-    assert.equal(await deprecatedCallsReported(gateway), sentDeprecated);
-    await gateway.waitFor(
-      () => gateway.lines.filter((line) => line.msg === "deprecated call").length >= sentDeprecated,
-    );
+    assert.equal(await deprecatedCallsReported(gateway), reportedBefore + 12);
+    await gateway.waitFor(() => deprecatedLines(gateway).length >= linesBefore + 12);
     const servedBy = new Set(
-      gateway.lines.filter((line) => line.msg === "deprecated call").map((line) => line.pid),
+      deprecatedLines(gateway)
+        .slice(linesBefore)
+        .map((line) => line.pid),
     );
     assert.equal(servedBy.size, 2);
   });
 
   test("a worker that dies is replaced, the gateway keeps answering and no total goes down", async () => {
     // SIGKILL loses what a worker still buffers: let every line served so far come out first.
-    await gateway.waitFor(() => accessLines(gateway).length >= sentOk + sentUnauthorized + sentDeprecated);
     const before = await scrape(gateway);
+    const answered = before
+      .filter((sample) => sample.name === "http_server_request_duration_seconds_count")
+      .reduce((sum, sample) => sum + sample.value, 0);
+    await gateway.waitFor(() => accessLines(gateway).length >= answered);
+    const reportedBefore = await deprecatedCallsReported(gateway);
     const known = new Set(
       gateway.lines.filter((line) => line.msg === "worker listening").map((l) => l.worker),
     );
-    const victim = Number(accessLines(gateway).at(-1)?.pid);
+    const victim = Number([...known].at(-1));
     process.kill(victim, "SIGKILL");
     await gateway.waitFor(
       (line) => line.msg === "worker exited; starting a new one" && line.worker === victim,
@@ -129,37 +141,39 @@ describe("WORKERS=2: one port, two worker processes, one set of metrics", () => 
       during.filter((status) => status !== 200),
       [],
     );
-    sentOk += 8;
     const replacement = await gateway.waitFor(
       (line) => line.msg === "worker listening" && !known.has(line.worker),
     );
     const afterRestart = await sendEach(gateway, 12, key);
     assert.ok(afterRestart.every((status) => status === 200));
-    sentOk += 12;
     const samples = await scrape(gateway);
     // What the dead worker had counted up to the last scrape is kept: nothing was lost since.
-    assert.ok(served(samples, "200") >= served(before, "200"));
-    assert.equal(served(samples, "200"), sentOk);
-    assert.equal(served(samples, "401"), sentUnauthorized);
-    assert.equal(sampleValue(samples, "gateway_worker_restarts_total"), 1);
+    assert.equal(served(samples, "200") - served(before, "200"), 20);
+    assert.equal(served(samples, "401"), served(before, "401"));
+    const restarts = (of: readonly Sample[]) => sampleValue(of, "gateway_worker_restarts_total");
+    assert.equal(restarts(samples) - restarts(before), 1);
     assert.equal(sampleValue(samples, "gateway_workers"), 2);
     // The report keeps the dead worker's callers too.
     assert.ok((await sendEach(gateway, 4, key, "/v1/pets/2")).every((status) => status === 200));
-    sentDeprecated += 4;
-    assert.equal(await deprecatedCallsReported(gateway), sentDeprecated);
-    await gateway.waitFor(() => accessLines(gateway).length >= sentOk + sentUnauthorized + sentDeprecated);
+    assert.equal(await deprecatedCallsReported(gateway), reportedBefore + 4);
+    const linesBefore = accessLines(gateway).length;
+    const last = await sendEach(gateway, 12, key);
+    assert.ok(last.every((status) => status === 200));
+    await gateway.waitFor(() => accessLines(gateway).length >= linesBefore + 12);
     const servedBy = new Set(
       accessLines(gateway)
-        .slice(-12)
+        .slice(linesBefore)
         .map((line) => line.pid),
     );
     assert.ok(servedBy.has(replacement.worker), "the new worker serves");
   });
+});
 
-  test("SIGTERM drains the group: readiness goes, every worker stops, no access line is lost", async () => {
-    const ok = await sendEach(gateway, 10, key);
-    assert.ok(ok.every((status) => status === 200));
-    sentOk += 10;
+test("SIGTERM drains a group of two: readiness goes, every worker stops, no access line is lost", async () => {
+  const { gateway, key } = await startTwoWorkers();
+  try {
+    assert.ok((await sendEach(gateway, 10, key)).every((status) => status === 200));
+    assert.ok((await sendEach(gateway, 4, key, "/v1/pets/1")).every((status) => status === 200));
     gateway.child.kill("SIGTERM");
     await gateway.waitFor((line) => line.msg === "shutting down" && line.why === "SIGTERM");
     // Within the drain delay (3 s by default): still up, no longer ready.
@@ -168,13 +182,12 @@ describe("WORKERS=2: one port, two worker processes, one set of metrics", () => 
     assert.equal(await gateway.exited, 0);
     const stopped = gateway.lines.filter((line) => line.msg === "stopped");
     assert.equal(stopped.length, 3, "two workers and the primary");
-    const ids = new Set(accessLines(gateway).map((line) => line.reqId));
-    // The worker killed outright lost nothing either: its lines were written as it served.
-    assert.equal(ids.size, sentOk + sentUnauthorized + sentDeprecated);
+    assert.equal(new Set(accessLines(gateway).map((line) => line.reqId)).size, 14);
     // And the fleet-wide record of deprecated calls is whole.
-    const deprecated = gateway.lines.filter((line) => line.msg === "deprecated call");
-    assert.equal(new Set(deprecated.map((line) => line.reqId)).size, sentDeprecated);
-  });
+    assert.equal(new Set(deprecatedLines(gateway).map((line) => line.reqId)).size, 4);
+  } finally {
+    if (gateway.child.exitCode === null) await gateway.stop("SIGKILL");
+  }
 });
 
 test("when no worker can start (a busy port), the group stops with the error instead of looping", async () => {
@@ -243,27 +256,4 @@ test("only the workers probe an idle backend: the primary adds no connection of 
     await gateway.stop("SIGKILL");
     backend.close();
   }
-});
-
-test("a worker that keeps dying young is restarted ever more slowly; one that lived a while at once", () => {
-  let state = { streak: 0, delayMs: 0 };
-  const delays: number[] = [];
-  for (let i = 0; i < 10; i++) {
-    state = nextRestart(state.streak, 50);
-    delays.push(state.delayMs);
-  }
-  assert.deepEqual(delays, [100, 200, 400, 800, 1600, 3200, 6400, 10_000, 10_000, 10_000]);
-  assert.deepEqual(nextRestart(state.streak, 60_000), { streak: 0, delayMs: 0 });
-});
-
-test("WORKERS is a count or auto, one per core", () => {
-  const env = { GATEWAY_CONFIG: "", UPSTREAM_URL: "http://127.0.0.1:9/v1" };
-  assert.equal(workerCount(loadConfig({ policies, env: { ...env, WORKERS: "3" } }).workers), 3);
-  assert.equal(
-    workerCount(loadConfig({ policies, env: { ...env, WORKERS: "auto" } }).workers),
-    availableParallelism(),
-  );
-  assert.equal(workerCount(loadConfig({ policies, env }).workers), 1);
-  assert.throws(() => loadConfig({ policies, env: { ...env, WORKERS: "0" } }), /WORKERS/);
-  assert.throws(() => loadConfig({ policies, env: { ...env, WORKERS: "many" } }), /WORKERS/);
 });
