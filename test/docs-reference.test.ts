@@ -59,3 +59,19 @@ test("a setting without a description stops the generator, naming the field", ()
     message: /^policies\.probe\.tag has no description/,
   });
 });
+
+test("an environment variable for an option the schema lacks stops the generator, naming both", () => {
+  const probe = definePolicy({
+    name: "probe",
+    environment: { PROBE_TAG: "tag" },
+    optionsSchema: {
+      type: "object",
+      description: "A policy that maps a variable to nothing",
+      properties: {},
+    },
+    create: () => ({ forOperation: () => undefined }),
+  });
+  assert.throws(() => configurationPage([...policies, probe]), {
+    message: "PROBE_TAG sets /policies/probe/tag, which is no field of the config schema",
+  });
+});

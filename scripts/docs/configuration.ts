@@ -38,6 +38,7 @@ the field, before anything listens. Fields are named by their path in the file: 
 
 export function configurationPage(policies: readonly AnyPolicyDefinition[]): string {
   const environment = environmentVariables(policies);
+  const listed = new Set<string>();
   const sections: string[] = [];
   const visit = (path: string, schema: Schema) => {
     const fields: string[][] = [];
@@ -45,7 +46,10 @@ export function configurationPage(policies: readonly AnyPolicyDefinition[]): str
     for (const [name, field] of Object.entries(schema.properties ?? {})) {
       const fieldPath = path === "" ? name : `${path}.${name}`;
       if (isSection(field)) subsections.push([fieldPath, field]);
-      else fields.push(row(fieldPath, field, environment));
+      else {
+        fields.push(row(fieldPath, field, environment));
+        listed.add(pointerOf(fieldPath));
+      }
     }
     const parts = [`## ${path === "" ? "Top level" : path}`];
     if (path !== "") parts.push(`${described(path, schema)}.`);
@@ -58,6 +62,11 @@ export function configurationPage(policies: readonly AnyPolicyDefinition[]): str
     for (const [subPath, sub] of subsections) visit(subPath, sub);
   };
   visit("", configSchema(policies) as Schema);
+  // A variable whose field is not in the schema would be missing from the page without a word.
+  for (const [pointer, variable] of environment) {
+    if (!listed.has(pointer))
+      throw new Error(`${variable} sets ${pointer}, which is no field of the config schema`);
+  }
   return page("Configuration reference", INTRO, sections);
 }
 
@@ -67,7 +76,7 @@ function isSection(schema: Schema): boolean {
 }
 
 function row(path: string, schema: Schema, environment: ReadonlyMap<string, string>): string[] {
-  const variable = environment.get(`/${path.replaceAll(".", "/")}`);
+  const variable = environment.get(pointerOf(path));
   return [
     code(path),
     typeOf(schema),
@@ -76,6 +85,10 @@ function row(path: string, schema: Schema, environment: ReadonlyMap<string, stri
     variable === undefined ? "—" : code(variable),
     `${described(path, schema)}`,
   ];
+}
+
+function pointerOf(path: string): string {
+  return `/${path.replaceAll(".", "/")}`;
 }
 
 function described(path: string, schema: Schema): string {
