@@ -1,6 +1,7 @@
 // What the gateway config is: the deployment's choices only (what the interface is lives in the
 // OpenAPI document). Its TypeScript shape and the JSON Schema that checks it, with each
-// setting's default and bounds, side by side: a new setting is one field in each, and a README row.
+// setting's default, bounds and description, side by side: a new setting is one field in each.
+// The descriptions are what docs/reference/configuration.md says of each field (npm run docs).
 import type { AnyPolicyDefinition } from "./policy.ts";
 import { DEFAULT_OPENAPI_FILE } from "./project-files.ts";
 
@@ -50,51 +51,141 @@ const MILLISECONDS = { type: "integer", minimum: 1, maximum: 86_400_000 };
 const URL_STRING = { type: "string", pattern: "^https?://[^\\s]+$" };
 
 export function configSchema(policies: readonly AnyPolicyDefinition[]) {
-  const section = (properties: Record<string, unknown>) => ({
+  // Descriptions are documentation only: ajv reads them nowhere but in the branches of an anyOf,
+  // where they word a start-up error (schema-error.ts), so a field's own never changes a message.
+  const section = (description: string, properties: Record<string, unknown>) => ({
     type: "object",
     additionalProperties: false,
     default: {},
+    description,
     properties,
   });
   return {
     type: "object",
     additionalProperties: false,
     properties: {
-      $schema: { type: "string" },
-      port: { ...PORT, default: 8080 },
-      host: { type: "string", default: "0.0.0.0" },
-      opsPort: { ...PORT, default: 9090 },
-      opsHost: { type: "string", default: "0.0.0.0" },
-      environment: { enum: ["production", "staging"] },
-      openapi: { type: "string", minLength: 1, default: DEFAULT_OPENAPI_FILE },
-      workers: { anyOf: [{ type: "integer", minimum: 1, maximum: 256 }, { const: "auto" }], default: 1 },
-      upstream: section({
-        url: URL_STRING,
-        environments: section({ production: URL_STRING, staging: URL_STRING }),
-        connectTimeoutMs: { ...MILLISECONDS, default: 2000 },
-        timeoutMs: { ...MILLISECONDS, default: 10_000 },
-        maxSockets: { type: "integer", minimum: 1, maximum: 65_536, default: 256 },
-        maxFreeSockets: { type: "integer", minimum: 0, maximum: 65_536, default: 256 },
+      $schema: {
+        type: "string",
+        description: "The JSON Schema an editor checks the file against; the gateway does not read it",
+      },
+      port: { ...PORT, default: 8080, description: "Public port (the API)" },
+      host: { type: "string", default: "0.0.0.0", description: "Public bind address" },
+      opsPort: {
+        ...PORT,
+        default: 9090,
+        description: "Ops port: `/metrics`, `/healthz`, `/readyz`, reports. Never the public port",
+      },
+      opsHost: {
+        type: "string",
+        default: "0.0.0.0",
+        description: "Ops bind address (e.g. `127.0.0.1` when only a local agent scrapes)",
+      },
+      environment: {
+        enum: ["production", "staging"],
+        description:
+          "Selects `upstream.environments.<name>` when `UPSTREAM_URL` is unset; when set and no upstream is known for it, start-up fails instead of serving the demo. Unset: `production` when an upstream is set, the demo without",
+      },
+      openapi: {
+        type: "string",
+        minLength: 1,
+        default: DEFAULT_OPENAPI_FILE,
+        description: "The OpenAPI description (a relative path is read from the working directory)",
+      },
+      workers: {
+        anyOf: [{ type: "integer", minimum: 1, maximum: 256 }, { const: "auto" }],
+        default: 1,
+        description: "Worker processes; `auto` = one per core",
+      },
+      upstream: section("The backend and the connections to it", {
+        url: {
+          ...URL_STRING,
+          description:
+            "The backend, with its own base path, e.g. `http://pets:3000/v1` or `https://pets.example/v1` (its certificate is verified; a private authority goes in Node's `NODE_EXTRA_CA_CERTS`). Unset: the upstream of `environment`, else the bundled demo backend",
+        },
+        environments: section("The backend of each environment, used when `UPSTREAM_URL` is unset", {
+          production: {
+            ...URL_STRING,
+            description: "The backend when `environment` is `production`, e.g. `http://pets:3000/v1`",
+          },
+          staging: {
+            ...URL_STRING,
+            description: "The backend when `environment` is `staging`, e.g. `http://pets-staging:3000/v1`",
+          },
+        }),
+        connectTimeoutMs: {
+          ...MILLISECONDS,
+          default: 2000,
+          description: "Connecting to the backend; past it: 504",
+        },
+        timeoutMs: {
+          ...MILLISECONDS,
+          default: 10_000,
+          description: "The response deadline, enforced by the gateway's own timer: 504",
+        },
+        maxSockets: {
+          type: "integer",
+          minimum: 1,
+          maximum: 65_536,
+          default: 256,
+          description: "The keep-alive agent's bound on sockets to the backend",
+        },
+        maxFreeSockets: {
+          type: "integer",
+          minimum: 0,
+          maximum: 65_536,
+          default: 256,
+          description: "The keep-alive agent's bound on idle sockets kept open to the backend",
+        },
         // Below Node's own 5 s server keep-alive, so the gateway drops an idle socket first.
-        idleSocketTimeoutMs: { ...MILLISECONDS, default: 4000 },
+        idleSocketTimeoutMs: {
+          ...MILLISECONDS,
+          default: 4000,
+          description: "Idle keep-alive sockets are closed before the backend's own (Node: 5 s)",
+        },
         probeIntervalMs: {
           anyOf: [{ const: 0 }, { type: "integer", minimum: 100, maximum: 86_400_000 }],
           default: 10_000,
+          description:
+            "After one to two such intervals with no request to the backend, a connect (with the TLS handshake for `https`) tells `gateway_upstream_up` whether it is reachable; also once at start-up. 0: never (the gauge then reads 0 until the first request); else at least 100",
         },
       }),
-      server: section({
+      server: section("The public and the ops servers: timeouts, caps and shutdown", {
         // Above the 60 s idle timeout of common load balancers, so they close first.
-        keepAliveTimeoutMs: { ...MILLISECONDS, default: 75_000 },
-        headersTimeoutMs: { ...MILLISECONDS, default: 10_000 },
-        requestTimeoutMs: { ...MILLISECONDS, default: 30_000 },
-        maxRequestBodyBytes: { type: "integer", minimum: 1, default: 65_536 },
-        maxResponseBodyBytes: { type: "integer", minimum: 1, default: 1_048_576 },
+        keepAliveTimeoutMs: {
+          ...MILLISECONDS,
+          default: 75_000,
+          description: "Client keep-alive; above the 60 s idle timeout of common load balancers",
+        },
+        headersTimeoutMs: {
+          ...MILLISECONDS,
+          default: 10_000,
+          description:
+            "A client's request headers must arrive within this, or it is cut off (checked every second); not above `requestTimeoutMs`",
+        },
+        requestTimeoutMs: {
+          ...MILLISECONDS,
+          default: 30_000,
+          description:
+            "A client's whole request must arrive within this, or it is cut off (checked every second)",
+        },
+        maxRequestBodyBytes: {
+          type: "integer",
+          minimum: 1,
+          default: 65_536,
+          description: "Larger request bodies get 413, counted on the wire",
+        },
+        maxResponseBodyBytes: {
+          type: "integer",
+          minimum: 1,
+          default: 1_048_576,
+          description: "Cap on a backend answer buffered for validation",
+        },
         maxBufferedBytes: {
           type: "integer",
           minimum: 1,
           default: 67_108_864,
           description:
-            "Bytes of answers held to be judged whole, per process (so WORKERS times this in all): past it, a request whose answer would be held gets 503 GATEWAY_BUSY",
+            "Bytes of answers held to be judged whole, per process (so `WORKERS` times this in all): past it, a request whose answer would be held gets 503 `GATEWAY_BUSY`",
         },
         maxQueuedAnswerBytes: {
           type: "integer",
@@ -103,14 +194,20 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
           description:
             "Bytes of a connection's held answers not yet handed to the kernel past which its next pipelined request waits",
         },
-        maxHeaderBytes: { type: "integer", minimum: 1024, maximum: 1_048_576, default: 16_384 },
-        maxConnections: { type: "integer", minimum: 1, default: 10_000 },
+        maxHeaderBytes: {
+          type: "integer",
+          minimum: 1024,
+          maximum: 1_048_576,
+          default: 16_384,
+          description: "Larger request headers get 431",
+        },
+        maxConnections: { type: "integer", minimum: 1, default: 10_000, description: "Client connections" },
         maxOpsConnections: {
           type: "integer",
           minimum: 1,
           default: 64,
           description:
-            "Connections to the ops port: a kubelet's probes, a few scrapers and the image's health check need a handful",
+            "Connections to the ops port, which has the public port's timeouts too: a kubelet's probes, a few scrapers and the image's health check need a handful",
         },
         // Addresses and ranges, matched as addresses (src/trusted-proxies.ts); a host name would
         // never match a peer, so the X-Forwarded-For of a real proxy would be dropped.
@@ -124,11 +221,14 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
             ],
           },
           default: [],
+          description:
+            "Peers whose `X-Forwarded-For` is kept and appended to: IP addresses and ranges (`10.0.0.0/8`, `fd00::/8`), matched as addresses (a host name is refused)",
         },
         sendTimeoutMs: {
           ...MILLISECONDS,
           default: 60_000,
-          description: "A connection whose answer has not moved towards the client for this long is cut",
+          description:
+            "A connection whose answer has not moved towards the client for this long is cut (`SEND_TIMEOUT`, logged 499)",
         },
         sendDeadlineMs: {
           ...MILLISECONDS,
@@ -136,13 +236,30 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
           description:
             "The longest one answer may take to send, whatever its pace; then the connection is cut",
         },
-        shutdownDrainMs: { type: "integer", minimum: 0, maximum: 600_000, default: 3000 },
-        shutdownTimeoutMs: { ...MILLISECONDS, default: 20_000 },
+        shutdownDrainMs: {
+          type: "integer",
+          minimum: 0,
+          maximum: 600_000,
+          default: 3000,
+          description:
+            "Graceful shutdown: after `SIGTERM` or `SIGINT`, `/readyz` answers 503 at once and requests are still served this long while load balancers notice; below `shutdownTimeoutMs`",
+        },
+        shutdownTimeoutMs: {
+          ...MILLISECONDS,
+          default: 20_000,
+          description:
+            "Graceful shutdown: past this the process exits 1 with whatever is still open (set Kubernetes' `terminationGracePeriodSeconds` above it)",
+        },
       }),
-      log: section({
-        level: { enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"], default: "info" },
+      log: section("The log on stdout", {
+        level: {
+          enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
+          default: "info",
+          description: "The pino level; `warn` silences the access log",
+        },
       }),
       policies: section(
+        "The options of each policy, one section per policy",
         Object.fromEntries(
           policies.map((policy) => [policy.name, { default: {}, ...withoutNullable(policy.optionsSchema) }]),
         ),

@@ -1,6 +1,7 @@
 // Why the gateway did not start. Each failure has a stable code, as undici's errors do: the CLI
 // prints any of them as one line, and a program that embeds the gateway tells them apart by
-// code, which a reworded message or a moved class does not change. docs/configuration.md lists the codes.
+// code, which a reworded message or a moved class does not change. docs/reference/errors.md
+// lists them (npm run docs).
 
 /** Code -> what failed; a code is never renamed or reused. */
 export const STARTUP_ERROR_CODES = {

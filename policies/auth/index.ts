@@ -52,13 +52,41 @@ const optionsSchema: JSONSchemaType<AuthOptions> = {
   type: "object",
   additionalProperties: false,
   required: [],
+  description: "Bearer API keys on every operation, checked against a file of their SHA-256 digests",
   properties: {
-    keysFile: { type: "string", nullable: true, minLength: 1 },
+    keysFile: {
+      type: "string",
+      nullable: true,
+      minLength: 1,
+      description: "The key file (digests only); required outside the demo",
+    },
     // At most 4 s, so that a revoked key is refused within 5 s whatever the setting.
-    reloadIntervalMs: { type: "integer", minimum: 100, maximum: 4000, default: 2000 },
-    consumerHeader: { type: "string", pattern: "^[a-z0-9][a-z0-9-]*$", default: "x-consumer" },
-    upstreamAuthorization: { type: "string", enum: ["pass", "replace", "strip"], default: "pass" },
-    upstreamCredentialEnv: { type: "string", nullable: true, pattern: "^[A-Z_][A-Z0-9_]*$" },
+    reloadIntervalMs: {
+      type: "integer",
+      minimum: 100,
+      maximum: 4000,
+      default: 2000,
+      description: "How often the key file is checked for changes (also on `SIGHUP`)",
+    },
+    consumerHeader: {
+      type: "string",
+      pattern: "^[a-z0-9][a-z0-9-]*$",
+      default: "x-consumer",
+      description: "The header carrying the consumer's name to the backend (a client's copy is removed)",
+    },
+    upstreamAuthorization: {
+      type: "string",
+      enum: ["pass", "replace", "strip"],
+      default: "pass",
+      description:
+        "What the backend receives in `Authorization`: `pass` the client's own, unchanged; `replace` the credential in the environment variable `upstreamCredentialEnv` names (a bare value as `Bearer <value>`, a value with a scheme as it is); `strip` none",
+    },
+    upstreamCredentialEnv: {
+      type: "string",
+      nullable: true,
+      pattern: "^[A-Z_][A-Z0-9_]*$",
+      description: "With `replace`: the environment variable holding the backend's credential",
+    },
   },
 };
 

@@ -24,8 +24,12 @@ const optionsSchema: JSONSchemaType<CorsOptions> = {
   type: "object",
   additionalProperties: false,
   required: [],
+  description:
+    "Cross-origin calls from browsers, for the origins the deployment names and no other; off by default",
   properties: {
     allowedOrigins: {
+      description:
+        'Exact origins (`scheme://host[:port]`) allowed to call, or `["*"]` alone for any; empty: CORS off',
       type: "array",
       items: {
         type: "string",
@@ -46,13 +50,22 @@ const optionsSchema: JSONSchemaType<CorsOptions> = {
       type: "array",
       items: { type: "string", pattern: HEADER_NAME },
       default: ["authorization", "content-type", "x-request-id"],
+      description: "Request headers a page may send (`Access-Control-Allow-Headers`)",
     },
     exposedHeaders: {
       type: "array",
       nullable: true,
       items: { type: "string", pattern: HEADER_NAME },
+      description:
+        "Response headers a page may read (`Access-Control-Expose-Headers`). Unset: every header the gateway adds, as the core and each policy declare them; `[]`: none",
     },
-    maxAgeSeconds: { type: "integer", minimum: 0, maximum: 86_400, default: 600 },
+    maxAgeSeconds: {
+      type: "integer",
+      minimum: 0,
+      maximum: 86_400,
+      default: 600,
+      description: "How long a browser may cache a preflight answer (`Access-Control-Max-Age`)",
+    },
   },
 };
 

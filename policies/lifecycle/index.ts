@@ -48,13 +48,26 @@ const optionsSchema: JSONSchemaType<LifecycleOptions> = {
   type: "object",
   additionalProperties: false,
   required: [],
+  description:
+    "The API lifecycle the OpenAPI document marks: deprecation, sunset and brownouts, experimental and beta operations",
   properties: {
     // No spaces or angle brackets: the URL goes between < > in a Link header.
-    documentationUrl: { type: "string", nullable: true, pattern: "^https?://[^\\s<>]+$" },
-    afterSunset: { type: "string", enum: ["refuse", "serve"], default: "refuse" },
+    documentationUrl: {
+      type: "string",
+      nullable: true,
+      pattern: "^https?://[^\\s<>]+$",
+      description: 'Sent as `Link: <URL>; rel="deprecation"` on every deprecated operation',
+    },
+    afterSunset: {
+      type: "string",
+      enum: ["refuse", "serve"],
+      default: "refuse",
+      description: "`refuse`: 410 from the sunset on; `serve`: keep serving with the headers",
+    },
     brownouts: {
       type: "array",
       default: [],
+      description: "`{operation, start, end}` windows (RFC 3339) answered with 410 before the sunset",
       items: {
         type: "object",
         additionalProperties: false,
@@ -66,9 +79,26 @@ const optionsSchema: JSONSchemaType<LifecycleOptions> = {
         },
       },
     },
-    experimentalInProduction: { type: "string", enum: ["refuse", "serve"], default: "refuse" },
-    maxTrackedCallers: { type: "integer", minimum: 1, maximum: 1_000_000, default: 10_000 },
-    maxConsumerLabels: { type: "integer", minimum: 0, maximum: 100_000, default: 1000 },
+    experimentalInProduction: {
+      type: "string",
+      enum: ["refuse", "serve"],
+      default: "refuse",
+      description: "`refuse`: 403 for experimental operations in `production`; `serve`: serve them",
+    },
+    maxTrackedCallers: {
+      type: "integer",
+      minimum: 1,
+      maximum: 1_000_000,
+      default: 10_000,
+      description: "(operation, consumer) rows the `/deprecations` report keeps in memory (LRU)",
+    },
+    maxConsumerLabels: {
+      type: "integer",
+      minimum: 0,
+      maximum: 100_000,
+      default: 1000,
+      description: "Distinct `consumer` label values per process; later consumers count as `_other`",
+    },
   },
 };
 

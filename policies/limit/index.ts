@@ -40,11 +40,14 @@ const optionsSchema: JSONSchemaType<LimitOptions> = {
   additionalProperties: false,
   // Every option has a default: none is required of the config.
   required: [],
+  description:
+    "Page-size parameters defaulted and clamped to the default, minimum and maximum the OpenAPI document gives them",
   properties: {
     parameters: {
       type: "array",
       items: { type: "string", pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_-]+$" },
       default: ["listPets.limit"],
+      description: "`operationId.parameter` of each integer query parameter to default and clamp",
     },
   },
 };

@@ -30,9 +30,22 @@ const optionsSchema: JSONSchemaType<RequestValidationOptions> = {
   type: "object",
   additionalProperties: false,
   required: [],
+  description:
+    "Requests checked against their operation in the OpenAPI document before the backend sees them",
   properties: {
-    unknownQueryParameters: { type: "string", enum: ["reject", "pass"], default: "reject" },
-    maxJsonDepth: { type: "integer", minimum: 1, maximum: 512, default: 32 },
+    unknownQueryParameters: {
+      type: "string",
+      enum: ["reject", "pass"],
+      default: "reject",
+      description: "`reject` (400 `UNKNOWN_PARAMETER`) or `pass` (forwarded unchecked)",
+    },
+    maxJsonDepth: {
+      type: "integer",
+      minimum: 1,
+      maximum: 512,
+      default: 32,
+      description: "Deepest nesting of objects and arrays in a body",
+    },
   },
 };
 

@@ -47,18 +47,32 @@ const optionsSchema: JSONSchemaType<ResponseContractOptions> = {
   type: "object",
   additionalProperties: false,
   required: [],
+  description:
+    "The backend's answers held to the interface: enforced (502 instead), reported (logged and counted) or off",
   properties: {
     // report, not enforce: a gateway put in front of a running backend must not start failing
     // answers clients accept today. Watch /contract/violations, then switch to enforce.
-    mode: { type: "string", enum: MODES, default: "report" },
+    mode: {
+      type: "string",
+      enum: MODES,
+      default: "report",
+      description: "`enforce`, `report` or `off` for every operation not overridden in `operations`",
+    },
     operations: {
       type: "object",
       propertyNames: { pattern: "^[A-Za-z0-9_.-]+$" },
       additionalProperties: { type: "string", enum: MODES },
       required: [],
       default: {},
+      description: "`operationId` → mode; an unknown `operationId` stops start-up",
     },
-    recentPerOperation: { type: "integer", minimum: 1, maximum: 1000, default: 20 },
+    recentPerOperation: {
+      type: "integer",
+      minimum: 1,
+      maximum: 1000,
+      default: 20,
+      description: "Distinct violations kept per operation for the drift report (`/contract/violations`)",
+    },
   },
 };
 

@@ -42,6 +42,25 @@ export function nextRestart(streak: number, uptimeMs: number): { streak: number;
   };
 }
 
+/** The primary's own instruments, on its registry (exported so the metrics reference lists them). */
+export function primaryMetrics(registry: Registry): {
+  readonly workersUp: Gauge;
+  readonly restarts: Counter;
+} {
+  return {
+    workersUp: new Gauge({
+      name: "gateway_workers",
+      help: "Worker processes listening for requests",
+      registers: [registry],
+    }),
+    restarts: new Counter({
+      name: "gateway_worker_restarts_total",
+      help: "Workers started again after one exited while the gateway was not shutting down",
+      registers: [registry],
+    }),
+  };
+}
+
 export interface PrimaryOptions {
   readonly setup: ProcessSetup;
   readonly workers: number;
@@ -73,16 +92,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
 
   // The primary's own series; the gateway's are the workers'.
   const registry = new Registry();
-  const workersUp = new Gauge({
-    name: "gateway_workers",
-    help: "Worker processes listening for requests",
-    registers: [registry],
-  });
-  const restarts = new Counter({
-    name: "gateway_worker_restarts_total",
-    help: "Workers started again after one exited while the gateway was not shutting down",
-    registers: [registry],
-  });
+  const { workersUp, restarts } = primaryMetrics(registry);
 
   const slots: Slot[] = Array.from({ length: options.workers }, () => ({
     worker: undefined,

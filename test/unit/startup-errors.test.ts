@@ -1,8 +1,5 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 import { test } from "node:test";
-import { PROJECT_ROOT } from "../../src/config.ts";
 import {
   ApiDescriptionError,
   ConfigError,
@@ -29,13 +26,4 @@ test("each start-up failure keeps its own code, and is a StartupError that main 
   const codes = EXPECTED.map(([, code]) => code);
   assert.equal(new Set(codes).size, codes.length, "two failures share a code");
   assert.deepEqual(Object.keys(STARTUP_ERROR_CODES).sort(), [...codes].sort());
-});
-
-test("the configuration guide lists every start-up code with its meaning, and no other", () => {
-  const guide = readFileSync(resolve(PROJECT_ROOT, "docs/configuration.md"), "utf8");
-  const rows = [...guide.matchAll(/^\| `(GATEWAY_[A-Z_]+)` +\| ([^|]+?) +\|$/gm)].map(([, code, meaning]) => [
-    code,
-    meaning,
-  ]);
-  assert.deepEqual(Object.fromEntries(rows), STARTUP_ERROR_CODES);
 });
