@@ -53,7 +53,7 @@ const USAGE = `usage: npm run bench -- [--quick] [--profile [--baseline bare|bar
   [--only list20,list100,create,getPet,keys,rate,rss] [--targets direct,nginx,bare,bare-check,bare-must,gateway,gateway-nocontract,compare]
   [--compare GIT_REF | --compare-flags="NODE FLAGS"] [--rounds N] [--duration S] [--connections N] [--rate N]
   [--loader wrk|autocannon] [--backend static|demo] [--no-nginx]
-See the README, section Performance.
+See docs/performance.md.
 `;
 
 /** A mistyped option is the user's, not the benchmark's: one line and the usage, no stack trace. */

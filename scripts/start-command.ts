@@ -7,7 +7,7 @@ import { join } from "node:path";
 /**
  * Node's own flags for the gateway: a small young generation. V8 sizes the default one from the
  * machine's memory and grows it under load, and RSS with it; held small it costs no speed
- * (README, Performance: Memory).
+ * (docs/performance.md, Memory).
  */
 export const GATEWAY_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=8"];
 /** The program, relative to the project root: the build, as `npm start` makes it first. */

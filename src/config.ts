@@ -29,7 +29,7 @@ export const CORE_ENVIRONMENT: Readonly<Record<string, string>> = {
   WORKERS: "/workers",
 };
 
-/** A setting as the README's Configuration table names it: its environment variable if it has one, and its field ("HOST / host"). */
+/** A setting as docs/reference/configuration.md names it: its environment variable if it has one, and its field ("HOST / host"). */
 export function settingName(pointer: string): string {
   const field = pointer.slice(1).replaceAll("/", ".");
   const variable = Object.keys(CORE_ENVIRONMENT).find((name) => CORE_ENVIRONMENT[name] === pointer);

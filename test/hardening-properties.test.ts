@@ -1,6 +1,6 @@
 // Property-based tests: tens of thousands of generated paths, query strings, headers and JSON
 // bodies, seeded (FC_SEED=<n> replays a run). Whatever comes in, every answer has a status the
-// README lists, every error body is the interface's Error object, there is no 5xx unless the
+// docs list, every error body is the interface's Error object, there is no 5xx unless the
 // backend was made to fail, and the backend only ever sees canonical, validated requests.
 import assert from "node:assert/strict";
 import http from "node:http";
@@ -428,7 +428,10 @@ describe("property-based: whatever comes in, the answers are documented and the 
 
   /** What holds for every answer, whatever the request. */
   const documented = (answer: Answer, faultInjected = false, passedThrough?: number) => {
-    assert.ok(DOCUMENTED_STATUSES.has(answer.status), `status ${answer.status} is not in the README`);
+    assert.ok(
+      DOCUMENTED_STATUSES.has(answer.status),
+      `status ${answer.status} is not in the error catalogue`,
+    );
     assert.equal(answer.headers["x-content-type-options"], "nosniff");
     count(String(answer.status));
     if (answer.status >= 400) errorBodies.push(answer.body);

@@ -20,7 +20,8 @@ export function answerValidator(api: ApiDescription, operationId: string, status
 /**
  * The access line's logger, writing to /dev/null in batches and synchronously: alone, cheaper than
  * the gateway's asynchronous destination (libuv's thread pool); in the gateway under load the two
- * cost the same (README, Performance). So the floor is never dearer than the gateway's own logging.
+ * cost the same (bench/results/2026-11-23-figures-from-the-readme.md). So the floor is never
+ * dearer than the gateway's own logging.
  */
 export function accessLogToDevNull(): Logger {
   const destination = pino.destination({

@@ -5,8 +5,8 @@
 //
 // Each piece in the cheapest form this project has, so the floor is a lower bound for it, not for
 // every implementation (a validator written by hand for one schema, with no JSON.parse, is
-// cheaper still: README, Performance; the measured bounds, the bare proxy with --check and with
-// --must-do, hold the same check):
+// cheaper still: bench/results/2026-11-23-figures-from-the-readme.md; the measured bounds, the
+// bare proxy with --check and with --must-do, hold the same check):
 //   answer check   JSON.parse of the backend's answer and the operation's compiled ajv validator
 //   request check  the same for the request body, where the operation has one
 //   key digest     SHA-256 of the presented key and one hash-table lookup (keys are kept as digests)

@@ -33,7 +33,7 @@ export type CanonicalTarget =
 /**
  * The request's path and query, or why it is refused. Only origin-form targets are read: an
  * absolute-form target (`GET http://host/v1/pets`), the asterisk and anything else that does not
- * start with '/' is refused with BAD_PATH (see the README's "One canonical path").
+ * start with '/' is refused with BAD_PATH (see "One canonical path" in docs/security.md).
  */
 export function canonicalTarget(req: RequestHead): CanonicalTarget {
   const framing = framingProblem(req);

@@ -1,6 +1,6 @@
 import { errorCatalogue } from "../../src/index.ts";
 
-/** Every status the README names: the error catalogue and the interface's own answers. */
+/** Every status the docs name: the error catalogue and the interface's own answers. */
 export const DOCUMENTED_STATUSES: ReadonlySet<number> = new Set([
   200,
   201,

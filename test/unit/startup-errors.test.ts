@@ -1,8 +1,5 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 import { test } from "node:test";
-import { PROJECT_ROOT } from "../../src/config.ts";
 import {
   ApiDescriptionError,
   ConfigError,
@@ -29,12 +26,4 @@ test("each start-up failure keeps its own code, and is a StartupError that main 
   const codes = EXPECTED.map(([, code]) => code);
   assert.equal(new Set(codes).size, codes.length, "two failures share a code");
   assert.deepEqual(Object.keys(STARTUP_ERROR_CODES).sort(), [...codes].sort());
-});
-
-test("the README lists every start-up code with its meaning, and no other", () => {
-  const readme = readFileSync(resolve(PROJECT_ROOT, "README.md"), "utf8");
-  const rows = [...readme.matchAll(/^\| `(GATEWAY_[A-Z_]+)` +\| ([^|]+?) +\|$/gm)].map(
-    ([, code, meaning]) => [code, meaning],
-  );
-  assert.deepEqual(Object.fromEntries(rows), STARTUP_ERROR_CODES);
 });
