@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
+import { GATEWAY_NODE_FLAGS } from "../../scripts/start-command.ts";
 import {
   jsonAnswer,
   type ProgrammableBackend,
@@ -52,6 +53,8 @@ before(async () => {
   backend = await startProgrammableBackend();
   backend.behave(() => jsonAnswer(200, PAGE));
   gateway = await startGatewayProcess({ API_KEYS_FILE: keysFile, UPSTREAM_URL: backend.url }, [
+    // Node's flags as `npm start` gives them (a small young generation), and a GC on demand.
+    ...GATEWAY_NODE_FLAGS,
     "--expose-gc",
     "test/fixtures/measured-gateway.ts",
   ]);
@@ -121,9 +124,10 @@ describe("clients that never read", () => {
         `peak ${(peak / MB).toFixed(0)} MB (+${((peak - rssBefore) / MB).toFixed(0)} MB), after ${(rssAfter / MB).toFixed(0)} MB; ` +
         `heapUsed+arrayBuffers after GC: ${(baseline.held / MB).toFixed(1)} MB before, ${(afterLeaving.held / MB).toFixed(1)} MB after`,
     );
-    // The goal is 100 MB; measured +162-181 MB (64 MiB of held answers, the rest V8's heap after
-    // validating ~150 answers of 1 MB in a burst); +807 MB before the budget. Bounded, not tight.
-    assert.ok(peak - rssBefore < 250 * MB, `RSS grew by ${((peak - rssBefore) / MB).toFixed(0)} MB`);
+    // The goal is 100 MB. With npm start's flags the growth is what is held (64 MiB of answers)
+    // plus V8's heap after validating ~150 answers of 1 MB in a burst; the soak's hostile mode
+    // reports the same figure for the build. Bounded here, not tight.
+    assert.ok(peak - rssBefore < 200 * MB, `RSS grew by ${((peak - rssBefore) / MB).toFixed(0)} MB`);
     // Still serving.
     const probe = await fetch(`${gateway.opsUrl}/healthz`);
     assert.equal(probe.status, 200);
