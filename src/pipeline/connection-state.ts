@@ -28,88 +28,93 @@ export function isClosing(socket: Socket): boolean {
 // turn, judged and forwarded as earlier answers go out, as nginx serves a connection's requests
 // one after another. Nothing is refused: a client is only slowed down.
 export const PIPELINE_DEPTH = 32;
-const IN_FLIGHT = Symbol("requests in flight");
-const WAITING = Symbol("requests waiting their turn");
-const STOPPED = Symbol("not read for pipelining");
-const QUEUED = Symbol("answer bytes held");
-type Counted = Socket & {
-  [IN_FLIGHT]?: number;
-  [WAITING]?: (() => void)[];
-  [STOPPED]?: boolean;
-  [QUEUED]?: number;
-};
+/** A connection's pipelining state: one object, so that every connection has the same shape. */
+interface Pipelining {
+  /** Requests started and not yet answered. */
+  inFlight: number;
+  /** Requests waiting their turn, in order. */
+  readonly waiting: (() => void)[];
+  /** The socket is not read (the pipeline is full, or answers are held). */
+  stopped: boolean;
+  /** Bytes of the connection's answers the gateway holds. */
+  queued: number;
+}
+// One property added to Node's socket, at its first request. Properties added one at a time,
+// and only to some sockets, give sockets many hidden classes, and Node's own socket and stream
+// code then looks their properties up megamorphically on every write.
+const PIPELINING = Symbol("pipelining");
+type Counted = Socket & { [PIPELINING]?: Pipelining };
+
+function pipelining(socket: Socket): Pipelining {
+  const counted = socket as Counted;
+  let state = counted[PIPELINING];
+  if (state === undefined) {
+    state = { inFlight: 0, waiting: [], stopped: false, queued: 0 };
+    counted[PIPELINING] = state;
+  }
+  return state;
+}
 
 /** Counts a request in when its connection has room; false when it must wait its turn (waitTurn). */
 export function admitRequest(socket: Socket, maxQueuedAnswerBytes: number): boolean {
-  const counted = socket as Counted;
-  const inFlight = counted[IN_FLIGHT] ?? 0;
-  if (
-    inFlight >= PIPELINE_DEPTH ||
-    (counted[WAITING]?.length ?? 0) > 0 ||
-    (counted[QUEUED] ?? 0) > maxQueuedAnswerBytes
-  ) {
+  const state = pipelining(socket);
+  if (state.inFlight >= PIPELINE_DEPTH || state.waiting.length > 0 || state.queued > maxQueuedAnswerBytes) {
     return false;
   }
-  counted[IN_FLIGHT] = inFlight + 1;
-  if (inFlight + 1 === PIPELINE_DEPTH) stopReading(counted);
+  state.inFlight++;
+  if (state.inFlight === PIPELINE_DEPTH) stopReading(socket, state);
   return true;
 }
 
 /** A request admitRequest turned away: `start` runs, counted in, once there is room. */
 export function waitTurn(socket: Socket, start: () => void): void {
-  const counted = socket as Counted;
-  stopReading(counted);
-  const waiting = counted[WAITING] ?? [];
-  counted[WAITING] = waiting;
-  waiting.push(start);
+  const state = pipelining(socket);
+  stopReading(socket, state);
+  state.waiting.push(start);
 }
 
 /** Counts a request's answer out (sent, or the connection gone), and lets the next one start. */
 export function requestEnded(socket: Socket, maxQueuedAnswerBytes: number): void {
-  const counted = socket as Counted;
-  counted[IN_FLIGHT] = (counted[IN_FLIGHT] ?? 1) - 1;
-  startWhatFits(counted, maxQueuedAnswerBytes);
+  const state = pipelining(socket);
+  state.inFlight--;
+  startWhatFits(socket, state, maxQueuedAnswerBytes);
 }
 
 /** Bytes of an answer on this connection the gateway holds (released with releaseAnswerBytes). */
 export function holdAnswerBytes(socket: Socket, bytes: number): void {
-  const counted = socket as Counted;
-  counted[QUEUED] = (counted[QUEUED] ?? 0) + bytes;
+  pipelining(socket).queued += bytes;
 }
 
 /** Held answer bytes handed to the kernel (or dropped): a waiting request may start. */
 export function releaseAnswerBytes(socket: Socket, bytes: number, maxQueuedAnswerBytes: number): void {
-  const counted = socket as Counted;
-  counted[QUEUED] = (counted[QUEUED] ?? bytes) - bytes;
-  startWhatFits(counted, maxQueuedAnswerBytes);
+  const state = pipelining(socket);
+  state.queued -= bytes;
+  startWhatFits(socket, state, maxQueuedAnswerBytes);
 }
 
-function startWhatFits(counted: Counted, maxQueuedAnswerBytes: number): void {
-  const waiting = counted[WAITING];
-  if (counted.destroyed) {
+function startWhatFits(socket: Socket, state: Pipelining, maxQueuedAnswerBytes: number): void {
+  if (socket.destroyed) {
     // Nobody is left to answer what else waited: it is dropped, not forwarded.
-    waiting?.splice(0);
+    state.waiting.splice(0);
     return;
   }
-  const inFlight = counted[IN_FLIGHT] ?? 0;
-  const room = inFlight < PIPELINE_DEPTH && (counted[QUEUED] ?? 0) <= maxQueuedAnswerBytes;
-  if (!room) return;
-  const next = waiting?.shift();
+  if (state.inFlight >= PIPELINE_DEPTH || state.queued > maxQueuedAnswerBytes) return;
+  const next = state.waiting.shift();
   if (next) {
     // It counts in and runs now; the next one waits for the next answer to go out.
-    counted[IN_FLIGHT] = inFlight + 1;
+    state.inFlight++;
     next();
     return;
   }
-  if (counted[STOPPED] === true) {
-    counted[STOPPED] = false;
-    resumeReadingSocket(counted);
+  if (state.stopped) {
+    state.stopped = false;
+    resumeReadingSocket(socket);
   }
 }
 
-function stopReading(counted: Counted): void {
-  if (counted[STOPPED] === true) return;
-  counted[STOPPED] = true;
+function stopReading(socket: Socket, state: Pipelining): void {
+  if (state.stopped) return;
+  state.stopped = true;
   // Node's HTTP server reads the socket in C++, where socket.pause() does not reach.
-  stopReadingSocket(counted);
+  stopReadingSocket(socket);
 }

@@ -15,31 +15,40 @@ export interface SendLimits {
   readonly sendDeadlineMs: number;
 }
 
-const PROGRESS = Symbol("send progress");
-const ANSWER_STARTED = Symbol("answer started");
-interface Progress {
-  /** Bytes the kernel has taken, as last seen. */
+/**
+ * What the watchdog remembers of one connection. Kept in its own map, not on Node's socket or
+ * response: a property added to some of them gives them hidden classes of their own, and Node's
+ * stream code then reads every socket's and response's properties megamorphically.
+ */
+export interface SendWatch {
+  /** Bytes the kernel had taken when the connection was last seen moving. */
   sent: number;
-  at: number;
+  /** When it was last seen moving; undefined while nothing waits to be sent. */
+  movedAt: number | undefined;
+  /** The answer under way when last seen, and since when. */
+  answer: object | undefined;
+  answerSince: number;
 }
-type Watched = Socket & { [PROGRESS]?: Progress | undefined };
-type Started = object & { [ANSWER_STARTED]?: number };
+
+export function newSendWatch(): SendWatch {
+  return { sent: 0, movedAt: undefined, answer: undefined, answerSince: 0 };
+}
 
 const STALLED: GatewayError = gatewayError("SEND_TIMEOUT", "The client did not read the answer in time");
 const TOO_LONG: GatewayError = gatewayError("SEND_TIMEOUT", "The answer took longer than the send deadline");
 
 /** Watches the server's connections until it closes. */
 export function watchSends(server: Server, limits: SendLimits): void {
-  const open = new Set<Watched>();
-  server.on("connection", (socket: Watched) => {
-    open.add(socket);
+  const open = new Map<Socket, SendWatch>();
+  server.on("connection", (socket: Socket) => {
+    open.set(socket, newSendWatch());
     socket.once("close", () => open.delete(socket));
   });
   const everyMs = Math.min(1000, Math.max(50, limits.sendTimeoutMs / 4));
   const sweep = setInterval(() => {
     const now = performance.now();
-    for (const socket of open) {
-      const verdict = judgeSending(socket, now, limits);
+    for (const [socket, watch] of open) {
+      const verdict = judgeSending(socket, watch, now, limits);
       if (verdict) cut(socket, verdict);
     }
   }, everyMs);
@@ -48,25 +57,31 @@ export function watchSends(server: Server, limits: SendLimits): void {
 }
 
 /** Why the connection must be cut, or undefined. Exported for its unit test. */
-export function judgeSending(socket: Watched, now: number, limits: SendLimits): GatewayError | undefined {
-  const answer = pendingResponse(socket) as Started | undefined;
+export function judgeSending(
+  socket: Socket,
+  watch: SendWatch,
+  now: number,
+  limits: SendLimits,
+): GatewayError | undefined {
+  const answer = pendingResponse(socket);
   if (answer !== undefined && (answer as { headersSent?: boolean }).headersSent) {
-    const started = answer[ANSWER_STARTED];
-    if (started === undefined) answer[ANSWER_STARTED] = now;
-    else if (now - started > limits.sendDeadlineMs) return TOO_LONG;
-  }
+    if (watch.answer !== answer) {
+      watch.answer = answer;
+      watch.answerSince = now;
+    } else if (now - watch.answerSince > limits.sendDeadlineMs) return TOO_LONG;
+  } else watch.answer = undefined;
   if (socket.writableLength === 0) {
-    socket[PROGRESS] = undefined;
+    watch.movedAt = undefined;
     return undefined;
   }
   // bytesWritten counts what is queued as well: what the kernel took is the difference.
   const sent = socket.bytesWritten - socket.writableLength;
-  const progress = socket[PROGRESS];
-  if (progress === undefined || sent > progress.sent) {
-    socket[PROGRESS] = { sent, at: now };
+  if (watch.movedAt === undefined || sent > watch.sent) {
+    watch.sent = sent;
+    watch.movedAt = now;
     return undefined;
   }
-  return now - progress.at > limits.sendTimeoutMs ? STALLED : undefined;
+  return now - watch.movedAt > limits.sendTimeoutMs ? STALLED : undefined;
 }
 
 function cut(socket: Socket, why: GatewayError): void {
