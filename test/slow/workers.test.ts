@@ -59,8 +59,11 @@ async function startTwoWorkers(): Promise<{ gateway: GatewayProcess; key: string
   const gateway = await startGatewayProcess({ WORKERS: "2", GATEWAY_CONFIG: "" });
   const key = gateway.demoKey as string;
   assert.ok(key, "the demo key is printed");
-  await eventually("both workers listening", () =>
-    gateway.lines.filter((line) => line.msg === "worker listening").length >= 2 ? true : undefined,
+  // Starting workers takes seconds on a busy machine: a loose bound, only against a hang.
+  await eventually(
+    "both workers listening",
+    () => (gateway.lines.filter((line) => line.msg === "worker listening").length >= 2 ? true : undefined),
+    20_000,
   );
   return { gateway, key };
 }
