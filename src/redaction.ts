@@ -28,8 +28,9 @@ const CREDENTIAL_MAX = 256;
 export type KeyRecognizer = (run: string) => boolean;
 
 /**
- * The parts of an Authorization value that are looked for as the request's own credential: the
- * Bearer credential, or for any other scheme every whitespace- or comma-separated part.
+ * The parts of an Authorization value that are the request's own credential: every part between
+ * spaces, tabs or commas of 8 to 256 characters (for Bearer, the credential; the scheme's name is
+ * shorter). Shared with the request id's check (request-id.ts).
  */
 export function credentialsOf(authorization: string | undefined): string[] {
   if (authorization === undefined) return [];

@@ -20,8 +20,6 @@ export const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 export const JSON_MEDIA_TYPE = /^application\/json\s*(?:;|$)/i;
 /** An answer's Content-Type the gateway reads as JSON: application/json or a +json type. */
 export const JSON_FAMILY_MEDIA_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
-/** The scheme and the credential of an Authorization value, and the pieces of a malformed one. */
-export const AUTHORIZATION_SEPARATORS = /[\s,]+/;
 /** An integer as a parameter or a JSON number may write it: no sign but "-", no leading zero. */
 export const INTEGER_LITERAL = /^-?(?:0|[1-9][0-9]*)$/;
 

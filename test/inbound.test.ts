@@ -33,7 +33,7 @@ import {
 } from "./fixtures/programmable-backend.ts";
 import { eventually } from "./support/eventually.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
-import { type Answer, request } from "./support/http.ts";
+import { type Answer, answerOf, request } from "./support/http.ts";
 import { sha256 } from "./support/keys.ts";
 import { type Sample, sampleValue, scrape } from "./support/metrics.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
@@ -116,19 +116,10 @@ function send(url: string, options: SendOptions = {}): Promise<Answer> {
   else if (options.body !== undefined) headers["content-length"] = String(Buffer.byteLength(options.body));
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method: options.method ?? "GET", headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("error", reject);
-      res.on("end", () => {
-        const body = Buffer.concat(chunks).toString("utf8");
-        if ((res.statusCode ?? 0) >= 400) errorBodies.push(body);
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body,
-          json: <T>() => JSON.parse(body) as T,
-        });
-      });
+      answerOf(res).then((answer) => {
+        if (answer.status >= 400) errorBodies.push(answer.body);
+        resolve(answer);
+      }, reject);
     });
     req.on("error", reject);
     if (options.chunked && options.body !== undefined) {

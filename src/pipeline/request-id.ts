@@ -3,7 +3,8 @@
 // is malformed (it would break log lines and headers) or it is a credential: an id is repeated
 // where a key never may be.
 import type { IncomingHttpHeaders } from "node:http";
-import { AUTHORIZATION_SEPARATORS, REQUEST_ID } from "../untrusted-text.ts";
+import { credentialsOf } from "../redaction.ts";
+import { REQUEST_ID } from "../untrusted-text.ts";
 
 /** The client's X-Request-Id when it is well-formed (one, short, of plain characters); else undefined. */
 export function clientRequestId(headers: IncomingHttpHeaders): string | undefined {
@@ -30,8 +31,6 @@ export function isCredentialAsId(
 export function isOwnCredential(requestId: string, authorization: string | undefined): boolean {
   if (authorization === undefined) return false;
   if (requestId.length >= 8 && authorization.includes(requestId)) return true;
-  for (const part of authorization.split(AUTHORIZATION_SEPARATORS)) {
-    if (part.length >= 8 && requestId.includes(part)) return true;
-  }
+  for (const part of credentialsOf(authorization)) if (requestId.includes(part)) return true;
   return false;
 }

@@ -15,6 +15,8 @@ import { type GatewayProcess, startGatewayProcess } from "../support/processes.t
 import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
 const accessLines = (gateway: GatewayProcess) => gateway.lines.filter((line) => line.msg === "request");
+/** The processes that wrote these lines. */
+const pidsOf = (lines: readonly Record<string, unknown>[]) => new Set(lines.map((line) => line.pid));
 const deprecatedLines = (gateway: GatewayProcess) =>
   gateway.lines.filter((line) => line.msg === "deprecated call");
 const served = (samples: readonly Sample[], status: string) =>
@@ -98,11 +100,7 @@ describe("WORKERS=2: one port, two worker processes, one set of metrics", () => 
     assert.equal(sampleValue(samples, "nodejs_version_info") > 0, true);
     // The access lines say which process served: both did.
     await gateway.waitFor(() => accessLines(gateway).length >= linesBefore + 46);
-    const pids = new Set(
-      accessLines(gateway)
-        .slice(linesBefore)
-        .map((line) => line.pid),
-    );
+    const pids = pidsOf(accessLines(gateway).slice(linesBefore));
     assert.equal(pids.size, 2);
     assert.equal((await request(`${gateway.opsUrl}/readyz`)).status, 200);
   });
@@ -114,11 +112,7 @@ describe("WORKERS=2: one port, two worker processes, one set of metrics", () => 
     assert.ok(statuses.every((status) => status === 200));
     assert.equal(await deprecatedCallsReported(gateway), reportedBefore + 12);
     await gateway.waitFor(() => deprecatedLines(gateway).length >= linesBefore + 12);
-    const servedBy = new Set(
-      deprecatedLines(gateway)
-        .slice(linesBefore)
-        .map((line) => line.pid),
-    );
+    const servedBy = pidsOf(deprecatedLines(gateway).slice(linesBefore));
     assert.equal(servedBy.size, 2);
   });
 
@@ -163,11 +157,7 @@ describe("WORKERS=2: one port, two worker processes, one set of metrics", () => 
     const last = await sendEach(gateway, 12, key);
     assert.ok(last.every((status) => status === 200));
     await gateway.waitFor(() => accessLines(gateway).length >= linesBefore + 12);
-    const servedBy = new Set(
-      accessLines(gateway)
-        .slice(linesBefore)
-        .map((line) => line.pid),
-    );
+    const servedBy = pidsOf(accessLines(gateway).slice(linesBefore));
     assert.ok(servedBy.has(replacement.worker), "the new worker serves");
   });
 });

@@ -24,20 +24,27 @@ export function request(url: string, options: RequestOptions = {}): Promise<Answ
     headers["content-type"] = "application/json";
   return new Promise((resolveAnswer, rejectAnswer) => {
     const req = http.request(url, { method: options.method ?? "GET", headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("error", rejectAnswer);
-      res.on("end", () => {
-        const body = Buffer.concat(chunks).toString("utf8");
-        resolveAnswer({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body,
-          json: <T>() => JSON.parse(body) as T,
-        });
-      });
+      answerOf(res).then(resolveAnswer, rejectAnswer);
     });
     req.on("error", rejectAnswer);
     req.end(options.body);
+  });
+}
+
+/** A response read whole: its status, headers and body as text. */
+export function answerOf(res: http.IncomingMessage): Promise<Answer> {
+  return new Promise((resolveAnswer, rejectAnswer) => {
+    const chunks: Buffer[] = [];
+    res.on("data", (chunk: Buffer) => chunks.push(chunk));
+    res.on("error", rejectAnswer);
+    res.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      resolveAnswer({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        body,
+        json: <T>() => JSON.parse(body) as T,
+      });
+    });
   });
 }
