@@ -58,8 +58,13 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
       gateway.drain();
       // Load balancers take a moment to see readiness go false: keep serving meanwhile.
       setTimeout(() => {
-        server.close(() => void closeAndExit(options.ops ? opsServer : undefined, gateway, options, 0));
-        server.closeIdleConnections();
+        // After a stall (a long GC, a full stdout pipe) expired timers run before pending I/O, and
+        // a connection already handed to this process (by the kernel, or by a cluster primary)
+        // would be refused and reset. Let this turn's I/O in first, then stop accepting.
+        setImmediate(() => {
+          server.close(() => void closeAndExit(options.ops ? opsServer : undefined, gateway, options, 0));
+          server.closeIdleConnections();
+        });
       }, config.server.shutdownDrainMs).unref();
     },
     onDeadline: () => logger.warn("shutdown deadline reached; exiting with requests still open"),
