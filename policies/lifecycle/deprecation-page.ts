@@ -43,6 +43,13 @@ h2 code{font-size:1.125rem}
 svg{display:block}
 .bar{fill:var(--bar)}
 .track{fill:var(--track)}
+@media (max-width:40rem){
+.scroll table{min-width:0}
+.cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
+.cards tr{display:block;border-bottom:1px solid var(--line);padding:.5rem 0}
+.cards th,.cards td{display:flex;gap:.75rem;border:0;padding:.125rem 0;text-align:left}
+.cards td::before{content:attr(data-label);color:var(--muted);flex:0 0 7.5rem;font:1rem/1.5 system-ui,sans-serif}
+}
 `;
 
 /** The page's Content-Security-Policy: nothing but its own inline style block. */
@@ -268,15 +275,15 @@ function callerTable(caption: string, kind: string, rows: readonly CallerRow[], 
     .map(
       (row) => `<tr>
 <th scope="row" class="consumer"><span class="name">${escapeHtml(row.consumer)}</span>${kind === "migrated" ? ` <span class="badge">migrated</span>` : ""}</th>
-<td class="n">${row.calls}</td>
-<td>${time(row.firstSeen)}</td>
-<td>${time(row.lastSeen)}</td>
-<td class="agent">${userAgent(row.lastUserAgent)}</td>
-<td>${bars.cell(row)}</td>
+<td class="n" data-label="Calls">${row.calls}</td>
+<td data-label="First seen">${time(row.firstSeen)}</td>
+<td data-label="Last seen">${time(row.lastSeen)}</td>
+<td class="agent" data-label="Last user agent">${userAgent(row.lastUserAgent)}</td>
+<td data-label="${bars.heading}">${bars.cell(row)}</td>
 </tr>`,
     )
     .join("\n");
-  return `<div class="scroll"><table class="${kind}">
+  return `<div class="scroll"><table class="${kind} cards">
 <caption>${caption}</caption>
 <thead><tr><th scope="col">Consumer</th><th scope="col" class="n">Calls</th><th scope="col">First seen</th><th scope="col">Last seen</th><th scope="col">Last user agent</th><th scope="col">${bars.heading}</th></tr></thead>
 <tbody>
@@ -301,14 +308,14 @@ function violationSection(violations: ViolationFigures): string {
   const recent = operations.flatMap(([operation, drift]) =>
     drift.recent.map(
       (entry) => `<tr>
-<td>${time(entry.lastSeen)}</td>
 <th scope="row"><code>${escapeHtml(operation)}</code></th>
-<td><code>${escapeHtml(entry.rule)}</code></td>
-<td><code>${escapeHtml(entry.where === "" ? "(the answer)" : entry.where)}</code></td>
-<td class="n">${entry.count}</td>
-<td class="n">${entry.last.upstreamStatus}</td>
-<td class="excerpt">${escapeHtml(redactKeys(entry.last.excerpt, [], NO_KNOWN_KEYS))}</td>
-<td>${escapeHtml(redactKeys(entry.last.message, [], NO_KNOWN_KEYS))} <span class="muted">(${escapeHtml(entry.last.action)})</span></td>
+<td data-label="Last seen">${time(entry.lastSeen)}</td>
+<td data-label="Rule"><code>${escapeHtml(entry.rule)}</code></td>
+<td data-label="Where"><code>${escapeHtml(entry.where === "" ? "(the answer)" : entry.where)}</code></td>
+<td class="n" data-label="Times">${entry.count}</td>
+<td class="n" data-label="Backend status">${entry.last.upstreamStatus}</td>
+<td class="excerpt" data-label="Excerpt">${escapeHtml(redactKeys(entry.last.excerpt, [], NO_KNOWN_KEYS))}</td>
+<td data-label="Message">${escapeHtml(redactKeys(entry.last.message, [], NO_KNOWN_KEYS))} <span class="muted">(${escapeHtml(entry.last.action)})</span></td>
 </tr>`,
     ),
   );
@@ -321,9 +328,9 @@ function violationSection(violations: ViolationFigures): string {
 ${byRule.join("\n")}
 </tbody>
 </table></div>
-<div class="scroll"><table class="violations-recent">
+<div class="scroll"><table class="violations-recent cards">
 <caption>Most recent examples, one per rule and place</caption>
-<thead><tr><th scope="col">Last seen</th><th scope="col">Operation</th><th scope="col">Rule</th><th scope="col">Where</th><th scope="col" class="n">Times</th><th scope="col" class="n">Backend status</th><th scope="col">Excerpt</th><th scope="col">Message</th></tr></thead>
+<thead><tr><th scope="col">Operation</th><th scope="col">Last seen</th><th scope="col">Rule</th><th scope="col">Where</th><th scope="col" class="n">Times</th><th scope="col" class="n">Backend status</th><th scope="col">Excerpt</th><th scope="col">Message</th></tr></thead>
 <tbody>
 ${recent.join("\n")}
 </tbody>
