@@ -1,9 +1,7 @@
 // The API owner's page, from a real gateway: the log command's fleet-wide file and the ops port's
 // page say what the JSON reports say, figure for figure, and hostile text stays text.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import { parseHTML } from "linkedom";
 import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
@@ -14,10 +12,10 @@ import {
   type ProgrammableBackend,
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
+import { jsonFigures, pageFigures, runReportCommand } from "./support/deprecation-page.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
-import { PROJECT_ROOT } from "./support/program.ts";
 
 const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex", "initech", "umbrella"]);
 const HOSTILE_AGENT = `<script>alert("ua")</script> & 'quoted' "x"`;
@@ -28,44 +26,6 @@ const BROWSER_ACCEPT =
 const at = (iso: string) => Date.parse(iso);
 const STARTED = at("2030-10-01T00:00:00Z");
 const NOW = at("2030-11-20T12:00:00Z");
-
-/** What a page shows, read back through the DOM: one entry per operation. */
-export function pageFigures(html: string) {
-  const { document } = parseHTML(html);
-  return [...document.querySelectorAll("main > section[aria-labelledby^='operation-']")].map((section) => ({
-    operation: section.querySelector("h2 .muted")?.textContent?.replace(/^\(|\)$/g, ""),
-    calls: Number(section.querySelector("dd.calls")?.textContent),
-    daysToSunset: Number(section.querySelector(".days-left")?.textContent),
-    calling: Number(section.querySelector("dd.calling")?.textContent),
-    migrated: Number(section.querySelector("dd.migrated-count")?.textContent),
-    callers: [...section.querySelectorAll("table.calling tbody tr, table.migrated tbody tr")].map((row) => {
-      const times = row.querySelectorAll("time");
-      return {
-        consumer: row.querySelector(".name")?.textContent,
-        firstSeen: times[0]?.getAttribute("datetime"),
-        lastSeen: times[1]?.getAttribute("datetime"),
-        calls: Number(row.querySelector("td.n")?.textContent),
-        lastUserAgent: row.querySelector("td.agent")?.textContent,
-      };
-    }),
-  }));
-}
-
-/** The figures of the JSON report the page must repeat (an empty user agent shows as "(none)"). */
-function jsonFigures(report: DeprecationReport, quietDays = 14) {
-  const generated = at(report.generatedAt);
-  return report.operations.map((section) => {
-    const migrated = section.callers.filter((row) => generated - at(row.lastSeen) > quietDays * 86_400_000);
-    return {
-      operation: section.operation,
-      calls: section.calls,
-      daysToSunset: section.daysToSunset,
-      calling: section.callers.length - migrated.length,
-      migrated: migrated.length,
-      callers: section.callers.map((row) => ({ ...row, lastUserAgent: row.lastUserAgent || "(none)" })),
-    };
-  });
-}
 
 describe("the deprecation page from a real gateway's log lines and ops port", () => {
   let backend: ProgrammableBackend;
@@ -252,24 +212,3 @@ describe("the deprecation page from a real gateway's log lines and ops port", ()
     assert.equal(await asked(BROWSER_ACCEPT, "?format=csv"), "text/csv");
   });
 });
-
-async function runReportCommand(
-  args: readonly string[],
-  lines: readonly string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ["scripts/deprecation-report.ts", ...args], {
-    cwd: PROJECT_ROOT,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString("utf8");
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString("utf8");
-  });
-  child.stdin.end(`${lines.join("\n")}\n`);
-  const [code] = (await once(child, "exit")) as [number];
-  return { code, stdout, stderr };
-}
