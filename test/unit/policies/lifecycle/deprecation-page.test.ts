@@ -61,8 +61,15 @@ const report: DeprecationReport = {
   ],
 };
 
+// Violation lines name their operation; one fed by hand can name anything.
+const HOSTILE_OPERATION = `<img src=x onerror=alert(3)>`;
 const violations = {
   operations: {
+    [HOSTILE_OPERATION]: {
+      violations: 1,
+      byRule: { '"><b>rule': 1 },
+      recent: [],
+    },
     getPet: {
       violations: 2,
       byRule: { "schema:type": 2 },
@@ -112,6 +119,15 @@ test("hostile consumer names, user agents and excerpts are shown as text, never 
   assert.equal(agents[0], HOSTILE_AGENT);
   assert.equal(document.querySelector("td.excerpt")?.textContent, HOSTILE_EXCERPT);
   assert.ok(document.querySelector("table.violations-recent")?.textContent?.includes(HOSTILE_MESSAGE));
+  assert.deepEqual(
+    [...document.querySelectorAll("table.violations-by-rule tbody tr")].map((row) =>
+      [...row.querySelectorAll("th, td")].map((cell) => cell.textContent),
+    ),
+    [
+      [HOSTILE_OPERATION, `"><b>rule`, "1"],
+      ["getPet", "schema:type", "2"],
+    ],
+  );
   // And the bytes themselves: no raw tag of a hostile value, every & written as a reference.
   assert.ok(!html.includes("<script"), "a script tag reached the page");
   assert.ok(!html.includes("<img"), "an img tag reached the page");
