@@ -4,22 +4,29 @@
 //
 //   npm run deprecation-report -- gateway.log [more.log ...]     # or lines on stdin
 //   kubectl logs -l app=petstore-gateway --since=720h | npm run deprecation-report -- --format csv
+//   kubectl logs -l app=petstore-gateway --since=720h | npm run -s deprecation-report -- --format html > report.html
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { recordLogLine } from "../policies/lifecycle/deprecation-log-lines.ts";
+import { DailyCalls, recordLogLine } from "../policies/lifecycle/deprecation-log-lines.ts";
+import { DEFAULT_QUIET_DAYS, renderDeprecationPage } from "../policies/lifecycle/deprecation-page.ts";
 import { CallerTally } from "../policies/lifecycle/deprecation-report.ts";
 import { reportToCsv } from "../policies/lifecycle/deprecation-report-formats.ts";
 import { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
+import { ViolationTally } from "../policies/response-contract/violation-log-lines.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
 
-const USAGE = `usage: deprecation-report [--format json|csv] [--now <ISO date>] [--openapi <file>] [file ...]
+const USAGE = `usage: deprecation-report [--format json|csv|html] [--now <ISO date>] [--openapi <file>] [file ...]
 Reads gateway log lines (JSON, one per line; a prefix before the JSON is ignored) from the files
 or, without any (or with -), from stdin, and prints who called each deprecated operation.
-  --format   json (default) or csv
-  --now      the instant days-to-sunset is counted from (default: now)
+  --format      json (default), csv, or html: one self-contained page for the API owner
+  --quiet-days  html: a consumer whose last call is older than this many days shows as migrated (default 14)
+  --now         the instant days-to-sunset is counted from (default: now)
   --openapi  the OpenAPI description that dates the deprecations (default: OPENAPI_FILE or config/openapi.json)`;
+
+/** Recent contract violations the page shows per operation, one per rule and place. */
+const RECENT_VIOLATIONS_SHOWN = 5;
 
 async function main(): Promise<number> {
   let parsed: ReturnType<typeof parse>;
@@ -35,8 +42,13 @@ async function main(): Promise<number> {
     return 0;
   }
   const format = values.format ?? "json";
-  if (format !== "json" && format !== "csv") {
-    process.stderr.write(`deprecation-report: --format must be json or csv\n`);
+  if (format !== "json" && format !== "csv" && format !== "html") {
+    process.stderr.write(`deprecation-report: --format must be json, csv or html\n`);
+    return 2;
+  }
+  const quietDays = Number(values["quiet-days"] ?? DEFAULT_QUIET_DAYS);
+  if (!Number.isInteger(quietDays) || quietDays < 0) {
+    process.stderr.write(`deprecation-report: --quiet-days must be a whole number of days\n`);
     return 2;
   }
   const now = values.now === undefined ? Date.now() : Date.parse(values.now);
@@ -48,6 +60,9 @@ async function main(): Promise<number> {
   const facts = [...readLifecycle(api).deprecations.values()].map((d) => deprecationFacts(d, api.basePath));
 
   const tally = new CallerTally();
+  // The page's extras: the day bars and the contract violations of the same lines.
+  const daily = format === "html" ? new DailyCalls(now) : undefined;
+  const violations = format === "html" ? new ViolationTally() : undefined;
   let lines = 0;
   let calls = 0;
   const sources = positionals.length === 0 ? ["-"] : positionals;
@@ -55,11 +70,24 @@ async function main(): Promise<number> {
     const input = source === "-" ? process.stdin : createReadStream(source);
     for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
       lines++;
-      if (recordLogLine(tally, line)) calls++;
+      if (recordLogLine(tally, line, daily)) calls++;
+      else violations?.recordLogLine(line);
     }
   }
   const report = tally.report(facts, now);
-  process.stdout.write(format === "csv" ? reportToCsv(report) : `${JSON.stringify(report, null, 2)}\n`);
+  if (format === "html") {
+    process.stdout.write(
+      renderDeprecationPage({
+        report,
+        scope: { kind: "fleet", logLines: lines },
+        quietDays,
+        ...(daily && { daily: daily.view() }),
+        ...(violations && { violations: violations.report(RECENT_VIOLATIONS_SHOWN) }),
+      }),
+    );
+  } else {
+    process.stdout.write(format === "csv" ? reportToCsv(report) : `${JSON.stringify(report, null, 2)}\n`);
+  }
   process.stderr.write(`deprecation-report: ${calls} deprecated calls in ${lines} log lines\n`);
   return 0;
 }
@@ -70,6 +98,7 @@ function parse() {
     options: {
       format: { type: "string" },
       now: { type: "string" },
+      "quiet-days": { type: "string" },
       openapi: { type: "string" },
       help: { type: "boolean", short: "h" },
     },

@@ -3,7 +3,7 @@
 // of a process group, collected over IPC and merged, so a scrape sees one consistent set.
 // The ops port is the edge too: its target is read as the public port reads one, and an
 // endpoint that fails answers 500 and is logged; it never ends the process.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
@@ -18,7 +18,7 @@ const METRICS_FAILED = gatewayError("INTERNAL_ERROR", "Metrics could not be coll
 const ENDPOINT_FAILED = gatewayError("INTERNAL_ERROR", "The ops endpoint failed");
 
 interface OpsRoute {
-  run(res: ServerResponse, query: ReadonlyMap<string, string>): void | Promise<void>;
+  run(res: ServerResponse, query: ReadonlyMap<string, string>, req: IncomingMessage): void | Promise<void>;
   /** What the client gets when run throws or rejects. */
   readonly failure: GatewayError;
 }
@@ -34,7 +34,12 @@ export interface OpsSource {
 /** A policy's report as the ops port serves it: its merge and render, bound to the policy's options. */
 export interface ServedReport {
   merge(parts: readonly unknown[]): unknown;
-  render(report: unknown, query: ReadonlyMap<string, string>, res: ServerResponse): void;
+  render(
+    report: unknown,
+    query: ReadonlyMap<string, string>,
+    res: ServerResponse,
+    headers: IncomingHttpHeaders,
+  ): void;
 }
 
 /** Every policy's reports, by path: data and functions only, nothing of a running policy. */
@@ -77,9 +82,9 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
   for (const [path, report] of options.reports) {
     routes.set(path, {
       failure: REPORT_FAILED,
-      run: async (res, query) => {
+      run: async (res, query, req) => {
         const parts = await source.reportParts(path);
-        report.render(report.merge(parts), query, res);
+        report.render(report.merge(parts), query, res, req.headers);
       },
     });
   }
@@ -126,7 +131,7 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
       if (badQuery !== undefined) return sendError(res, badQuery);
       endpoint = target.path;
       failure = route.failure;
-      route.run(res, query)?.catch((error: unknown) => failed(res, endpoint, failure, error));
+      route.run(res, query, req)?.catch((error: unknown) => failed(res, endpoint, failure, error));
     } catch (error) {
       failed(res, endpoint, failure, error);
     }

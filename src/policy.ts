@@ -85,8 +85,16 @@ export interface OperationPolicy {
 export interface OpsReport<Part = unknown, Options = unknown> {
   /** Parts of every process (or just this one) into one. */
   merge(parts: readonly Part[], options: Options): Part;
-  /** Writes the merged report; the query, decoded, carries options such as ?format=csv. */
-  render(report: Part, query: ReadonlyMap<string, string>, res: ServerResponse): void;
+  /**
+   * Writes the merged report; the query, decoded, carries options such as ?format=csv, and the
+   * request's headers what the client accepts (a browser asks for text/html).
+   */
+  render(
+    report: Part,
+    query: ReadonlyMap<string, string>,
+    res: ServerResponse,
+    headers: IncomingHttpHeaders,
+  ): void;
 }
 
 /** A policy's answer that is not an error (e.g. a CORS preflight): a status and headers, no body. */

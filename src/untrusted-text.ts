@@ -50,6 +50,8 @@ export const SENSITIVE_NAME = /key|token|secret|passw|authori[sz]ation|credentia
 export const FORMULA_START = /^[=+\-@\t\r]/;
 /** A cell that needs RFC 4180 quotes. */
 export const CSV_QUOTED = /[",\r\n]/;
+/** A character HTML text or a quoted attribute value must carry as a character reference. */
+export const HTML_SPECIAL = /[&<>"']/g;
 
 /**
  * The credential of an Authorization value in the Bearer scheme, trimmed ("" for none), or

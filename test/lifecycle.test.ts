@@ -166,6 +166,8 @@ describe("who still calls getPet: the report, the metric and the log lines agree
 
   test("/deprecations lists each consumer with first seen, last seen, calls and last user agent", () => {
     assert.equal(report.generatedAt, new Date(t3).toISOString());
+    // The gateway started at clock 0: its in-memory figures count from then.
+    assert.equal(report.countingSince, new Date(0).toISOString());
     assert.equal(report.operations.length, 1);
     const getPet = report.operations[0];
     assert.deepEqual(getPet, {
@@ -253,7 +255,9 @@ describe("who still calls getPet: the report, the metric and the log lines agree
     const input = `${gw.logs.raw.join("\n")}\n`;
     const json = await runReportCommand(["--now", new Date(t3).toISOString()], input);
     assert.equal(json.code, 0, json.stderr);
-    assert.deepEqual(JSON.parse(json.stdout), report);
+    // Figure for figure; only the ops report knows since when its process counts.
+    const { countingSince: _, ...figures } = report;
+    assert.deepEqual(JSON.parse(json.stdout), figures);
     assert.match(json.stderr, /7 deprecated calls in \d+ log lines/);
     const csv = await runReportCommand(["--now", new Date(t3).toISOString(), "--format", "csv"], input);
     assert.equal(csv.stdout, (await request(`${gw.opsUrl}/deprecations?format=csv`)).body);
@@ -282,7 +286,8 @@ describe("who still calls getPet: the report, the metric and the log lines agree
       "",
     );
     assert.equal(result.code, 0, result.stderr);
-    assert.deepEqual(JSON.parse(result.stdout), report);
+    const { countingSince: _, ...figures } = report;
+    assert.deepEqual(JSON.parse(result.stdout), figures);
   });
 });
 

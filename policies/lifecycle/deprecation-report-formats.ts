@@ -1,7 +1,10 @@
 // The deprecation report as a client asks for it on the ops port: JSON by default, CSV for
-// spreadsheets. The CSV cells are defused because a spreadsheet runs what looks like a formula.
-import type { ServerResponse } from "node:http";
+// spreadsheets, the HTML page (deprecation-page.ts) for a browser. The CSV cells are defused
+// because a spreadsheet runs what looks like a formula.
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import Negotiator from "negotiator";
 import { CSV_QUOTED, FORMULA_START } from "../../src/untrusted-text.ts";
+import { DEFAULT_QUIET_DAYS, DEPRECATION_PAGE_CSP, renderDeprecationPage } from "./deprecation-page.ts";
 import type { DeprecationReport } from "./deprecation-report.ts";
 
 /** One row per (operation, consumer), for spreadsheets and humans. */
@@ -35,16 +38,43 @@ export function renderReport(
   report: DeprecationReport,
   query: ReadonlyMap<string, string>,
   res: ServerResponse,
+  headers: IncomingHttpHeaders,
 ): void {
-  const csv = query.get("format") === "csv";
+  const format = query.get("format") ?? (acceptsHtml(headers) ? "html" : "json");
+  if (format === "html") {
+    const page = renderDeprecationPage({
+      report,
+      scope: { kind: "replica", since: report.countingSince },
+      quietDays: DEFAULT_QUIET_DAYS,
+    });
+    res.writeHead(200, {
+      "content-type": "text/html; charset=utf-8",
+      "content-length": Buffer.byteLength(page),
+      "content-security-policy": DEPRECATION_PAGE_CSP,
+      "x-content-type-options": "nosniff",
+      "cache-control": "no-store",
+      vary: "accept",
+    });
+    res.end(page);
+    return;
+  }
+  const csv = format === "csv";
   const body = csv ? reportToCsv(report) : `${JSON.stringify(report, null, 2)}\n`;
   res.writeHead(200, {
     "content-type": csv ? "text/csv; charset=utf-8" : "application/json",
     "content-length": Buffer.byteLength(body),
     "cache-control": "no-store",
+    // Without ?format the Accept header chooses: a cache must not give a browser's page to curl.
+    vary: "accept",
   });
   res.end(body);
 }
+
+/** A browser asks for text/html before JSON; curl (any type) and an API client's JSON get JSON. */
+function acceptsHtml(headers: IncomingHttpHeaders): boolean {
+  return new Negotiator({ headers }).mediaType(NEGOTIATED) === "text/html";
+}
+const NEGOTIATED = ["application/json", "text/html"];
 
 // A user agent is the caller's own text: one a spreadsheet would run as a formula gets a quote
 // in front so it stays text.

@@ -51,6 +51,11 @@ export interface OperationReport {
 /** Plain JSON: it crosses process boundaries when workers' parts are merged. */
 export interface DeprecationReport {
   readonly generatedAt: string;
+  /**
+   * When the processes behind an ops report started counting (the earliest of them): their
+   * figures cover no call before it. The log-based report has none: its lines say when they were written.
+   */
+  readonly countingSince?: string;
   readonly operations: readonly OperationReport[];
 }
 
@@ -164,9 +169,12 @@ export function mergeReports(parts: readonly DeprecationReport[]): DeprecationRe
   if (parts.length === 1) return parts[0] as DeprecationReport;
   if (parts.length === 0) return { generatedAt: new Date().toISOString(), operations: [] };
   let generatedAt = "";
+  let countingSince: string | undefined;
   const operations = new Map<string, { report: OperationReport; callers: Map<string, CallerRow> }>();
   for (const part of parts) {
     if (part.generatedAt > generatedAt) generatedAt = part.generatedAt;
+    const since = part.countingSince;
+    if (since !== undefined && (countingSince === undefined || since < countingSince)) countingSince = since;
     for (const section of part.operations) {
       const merged = operations.get(section.operation);
       if (merged === undefined) {
@@ -200,6 +208,7 @@ export function mergeReports(parts: readonly DeprecationReport[]): DeprecationRe
   }
   return {
     generatedAt,
+    ...(countingSince === undefined ? {} : { countingSince }),
     operations: [...operations.values()].map(({ report, callers }) => ({
       ...report,
       daysToSunset: daysBetween(generatedAt, report.sunset),

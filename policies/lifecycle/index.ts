@@ -152,6 +152,8 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
     };
 
     const started = now();
+    // The ops report says since when it counts: in-memory figures start again at every deploy.
+    const countingSince = new Date(started).toISOString();
     for (const deprecation of deprecations.values()) {
       const { sunset } = deprecation;
       logger.info(
@@ -189,7 +191,12 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
           },
         };
       },
-      collectReports: { "/deprecations": (): DeprecationReport => tally.report(facts, now()) },
+      collectReports: {
+        "/deprecations": (): DeprecationReport => {
+          const { generatedAt, operations } = tally.report(facts, now());
+          return { generatedAt, countingSince, operations };
+        },
+      },
     };
   },
 });

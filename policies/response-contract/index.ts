@@ -16,6 +16,7 @@ import { definePolicy, type Exchange } from "../../src/policy.ts";
 import { judge } from "./judge.ts";
 import { type OperationPlan, planOperation, rulesValidator } from "./plan.ts";
 import {
+  CONTRACT_VIOLATION_MSG,
   type ContractMode,
   type ContractReport,
   createDriftLog,
@@ -133,8 +134,10 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
             excerpt: violation.excerpt,
             mode: plan.mode,
             action,
+            // The gateway's clock, as the report's: log-based reports date the violation by it.
+            at,
           },
-          "contract violation",
+          CONTRACT_VIOLATION_MSG,
         );
         drift.note(operation, violation, {
           requestId: exchange.requestId,

@@ -11,6 +11,8 @@ import { POINTER_ARRAY_INDEX } from "../../src/untrusted-text.ts";
 export type ContractMode = "enforce" | "report" | "off";
 
 const NO_SUCH_OPERATION = gatewayError("NOT_FOUND", "No such operation");
+/** The msg of the log line written for every violation; log-based reports read these lines. */
+export const CONTRACT_VIOLATION_MSG = "contract violation";
 
 /** One broken promise of an answer, described once it is found. */
 export interface Violation {

@@ -59,3 +59,18 @@ test("the parts of several worker processes merge into one report: sums, earlies
   assert.equal(merged.operations[0]?.calls, 6);
   assert.deepEqual(mergeReports([parts[0] as DeprecationReport]), parts[0]);
 });
+
+test("a merged report counts since its earliest part: a restarted worker's part does not hide the older calls", () => {
+  const part = (countingSince: string | undefined): DeprecationReport => ({
+    generatedAt: "2030-11-05T00:00:00.000Z",
+    ...(countingSince === undefined ? {} : { countingSince }),
+    operations: [],
+  });
+  const merged = mergeReports([
+    part("2030-11-04T09:00:00.000Z"),
+    part("2030-11-01T08:00:00.000Z"),
+    part(undefined),
+  ]);
+  assert.equal(merged.countingSince, "2030-11-01T08:00:00.000Z");
+  assert.equal("countingSince" in mergeReports([part(undefined), part(undefined)]), false);
+});

@@ -1,0 +1,68 @@
+// The deprecation page read back through a DOM, and the log command run as a user runs it.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { parseHTML } from "linkedom";
+import type { DeprecationReport } from "../../policies/lifecycle/deprecation-report.ts";
+import { PROJECT_ROOT } from "./program.ts";
+
+const at = (iso: string) => Date.parse(iso);
+
+/** What a page shows, read back through the DOM: one entry per operation. */
+export function pageFigures(html: string) {
+  const { document } = parseHTML(html);
+  return [...document.querySelectorAll("main > section[aria-labelledby^='operation-']")].map((section) => ({
+    operation: section.querySelector("h2 .muted")?.textContent?.replace(/^\(|\)$/g, ""),
+    calls: Number(section.querySelector("dd.calls")?.textContent),
+    daysToSunset: Number(section.querySelector(".days-left")?.textContent),
+    calling: Number(section.querySelector("dd.calling")?.textContent),
+    migrated: Number(section.querySelector("dd.migrated-count")?.textContent),
+    callers: [...section.querySelectorAll("table.calling tbody tr, table.migrated tbody tr")].map((row) => {
+      const times = row.querySelectorAll("time");
+      return {
+        consumer: row.querySelector(".name")?.textContent,
+        firstSeen: times[0]?.getAttribute("datetime"),
+        lastSeen: times[1]?.getAttribute("datetime"),
+        calls: Number(row.querySelector("td.n")?.textContent),
+        lastUserAgent: row.querySelector("td.agent")?.textContent,
+      };
+    }),
+  }));
+}
+
+/** The figures of the JSON report the page must repeat (an empty user agent shows as "(none)"). */
+export function jsonFigures(report: DeprecationReport, quietDays = 14) {
+  const generated = at(report.generatedAt);
+  return report.operations.map((section) => {
+    const migrated = section.callers.filter((row) => generated - at(row.lastSeen) > quietDays * 86_400_000);
+    return {
+      operation: section.operation,
+      calls: section.calls,
+      daysToSunset: section.daysToSunset,
+      calling: section.callers.length - migrated.length,
+      migrated: migrated.length,
+      callers: section.callers.map((row) => ({ ...row, lastUserAgent: row.lastUserAgent || "(none)" })),
+    };
+  });
+}
+
+/** `npm run deprecation-report -- args` with the lines on stdin. */
+export async function runReportCommand(
+  args: readonly string[],
+  lines: readonly string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ["scripts/deprecation-report.ts", ...args], {
+    cwd: PROJECT_ROOT,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString("utf8");
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  child.stdin.end(`${lines.join("\n")}\n`);
+  const [code] = (await once(child, "exit")) as [number];
+  return { code, stdout, stderr };
+}
