@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import type { ValidateFunction } from "ajv";
 import { parseJsonText } from "./json/syntax-error.ts";
+import { openapiVersion, translateSchemas30 } from "./openapi/from-3.0.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ApiDescriptionError } from "./startup-errors.ts";
 
@@ -75,10 +76,13 @@ export function loadApiDescription(file: string): ApiDescription {
   }
 }
 
-function compileApiDescription(document: JsonObject): ApiDescription {
-  if (typeof document.openapi !== "string" || !document.openapi.startsWith("3.1")) {
-    throw new Error('"openapi" must be a 3.1.x version (its schemas are JSON Schema 2020-12)');
+function compileApiDescription(read: JsonObject): ApiDescription {
+  const version = openapiVersion(read.openapi);
+  if (version === undefined) {
+    throw new Error('"openapi" must be a 3.0.x or 3.1.x version');
   }
+  // 3.0's schemas become the JSON Schema 2020-12 that 3.1's are; everything below reads 3.1.
+  const document = version === "3.0" ? (translateSchemas30(read) as JsonObject) : read;
   const ajv = createSchemaValidator({ draft: "2020-12" });
   // OpenAPI annotation keywords that are not JSON Schema; they carry no validation.
   for (const keyword of ["example", "xml", "externalDocs", "discriminator"]) ajv.addKeyword(keyword);
