@@ -1,9 +1,8 @@
 // Loads the OpenAPI description once and compiles everything the gateway needs from it:
 // operations, routes, parameter specs and ajv validators. Nothing is compiled per request.
-import { readFileSync } from "node:fs";
 import type { ValidateFunction } from "ajv";
-import { parseJsonText } from "./json/syntax-error.ts";
 import { openapiVersion, translateSchemas30 } from "./openapi/from-3.0.ts";
+import { readApiDocument } from "./openapi/read-document.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ApiDescriptionError } from "./startup-errors.ts";
 
@@ -65,7 +64,7 @@ export interface ApiDescription {
 export function loadApiDescription(file: string): ApiDescription {
   let document: JsonObject;
   try {
-    document = parseJsonText(readFileSync(file, "utf8")) as JsonObject;
+    document = readApiDocument(file) as JsonObject;
   } catch (error) {
     throw new ApiDescriptionError(`cannot read the OpenAPI description ${file}: ${(error as Error).message}`);
   }
