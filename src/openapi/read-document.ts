@@ -1,10 +1,11 @@
 // From a file name to the OpenAPI document as one value: the file read with a size bound, parsed
-// as JSON or YAML by what it holds.
+// as JSON or YAML by what it holds, and the files its $refs name folded into it (bundle-refs.ts).
 // Every failure is one line naming the file and, for a syntax error, the line and column.
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { parseDocument } from "yaml";
 import { duplicateKey } from "../json/duplicate-keys.ts";
 import { describeSyntaxError } from "../json/syntax-error.ts";
+import { bundleExternalRefs } from "./bundle-refs.ts";
 
 /** Larger than any hand-written description; refused before a byte is parsed. */
 export const MAX_DOCUMENT_BYTES = 5 * 1024 * 1024;
@@ -16,9 +17,9 @@ const MAX_ALIAS_COUNT = 100;
 /** A YAML parser's message is cut here: it describes the problem, the line and column say where. */
 const MAX_REASON_LENGTH = 200;
 
-/** The document of `file`. */
+/** The document of `file`, with every $ref to another file inside its folder resolved. */
 export function readApiDocument(file: string): unknown {
-  const document = readDocumentFile(file, "the file");
+  const document = bundleExternalRefs(file, readDocumentFile);
   if (document === null || typeof document !== "object" || Array.isArray(document)) {
     // "not json" is a YAML string: say what the file holds rather than that it has no "openapi".
     const holds = document === null ? "null" : Array.isArray(document) ? "a list" : `a ${typeof document}`;
@@ -36,7 +37,7 @@ export function readDocumentFile(file: string, name: string): unknown {
 }
 
 /** JSON when the text starts as a JSON object does, YAML otherwise (YAML 1.2 also reads JSON, but says less about its errors). */
-export function parseDocumentText(text: string, name: string): unknown {
+function parseDocumentText(text: string, name: string): unknown {
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   return body.trimStart().startsWith("{") ? parseJson(body, name) : parseYaml(body, name);
 }
@@ -46,7 +47,9 @@ function parseJson(text: string, name: string): unknown {
   try {
     value = JSON.parse(text);
   } catch {
-    throw new Error(describeSyntaxError(text, name));
+    // The message names the member the error is in ("/info is not valid JSON"), so the file comes first.
+    const where = describeSyntaxError(text, "the file");
+    throw new Error(name === "the file" ? where : `${name}: ${where}`);
   }
   // JSON.parse keeps the last of two equal names, a reader of the YAML form would refuse them: one rule for both.
   const duplicate = duplicateKey(text);
