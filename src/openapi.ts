@@ -83,8 +83,10 @@ function compileApiDescription(read: JsonObject): ApiDescription {
   // 3.0's schemas become the JSON Schema 2020-12 that 3.1's are; everything below reads 3.1.
   const document = version === "3.0" ? (translateSchemas30(read) as JsonObject) : read;
   const ajv = createSchemaValidator({ draft: "2020-12" });
-  // OpenAPI annotation keywords that are not JSON Schema; they carry no validation.
-  for (const keyword of ["example", "xml", "externalDocs", "discriminator"]) ajv.addKeyword(keyword);
+  // OpenAPI annotation keywords that are not JSON Schema, and the document's own x-* extensions
+  // (which may sit in any schema): they carry no validation.
+  for (const keyword of ["example", "xml", "externalDocs", "discriminator", ...extensionKeywords(document)])
+    ajv.addKeyword(keyword);
   const components = asObject(document.components, "components") ?? {};
   const schemas = asObject(components.schemas, "components.schemas") ?? {};
   ajv.addSchema({ $id: COMPONENTS_ID, $defs: rewriteRefs(schemas) as JsonObject });
@@ -220,6 +222,23 @@ function basePathOf(servers: Json | undefined): string {
   if (!first || typeof first.url !== "string") return "";
   const pathname = new URL(first.url, "http://base.invalid").pathname.replace(/\/+$/, "");
   return pathname;
+}
+
+/** The x-* member names anywhere in the document, which a schema may carry as keywords of no consequence. */
+function extensionKeywords(document: JsonObject): Set<string> {
+  const found = new Set<string>();
+  const visit = (value: Json | undefined): void => {
+    if (Array.isArray(value)) for (const item of value) visit(item);
+    else if (value !== null && typeof value === "object") {
+      for (const [key, child] of Object.entries(value)) {
+        // ajv's own rule for a keyword's name; an x-* name outside it is no schema's keyword.
+        if (/^x-[a-z0-9_$:-]*$/i.test(key)) found.add(key);
+        else visit(child);
+      }
+    }
+  };
+  visit(document);
+  return found;
 }
 
 function rewriteRefs(value: Json): Json {
