@@ -1,6 +1,7 @@
 // Loads the OpenAPI description once and compiles everything the gateway needs from it:
 // operations, routes, parameter specs and ajv validators. Nothing is compiled per request.
 import type { ValidateFunction } from "ajv";
+import { accessView, addAccessKeywords, type Direction, marksAny } from "./openapi/access-views.ts";
 import { openapiVersion, translateSchemas30 } from "./openapi/from-3.0.ts";
 import { readApiDocument } from "./openapi/read-document.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
@@ -87,12 +88,32 @@ function compileApiDescription(read: JsonObject): ApiDescription {
   // (which may sit in any schema): they carry no validation.
   for (const keyword of ["example", "xml", "externalDocs", "discriminator", ...extensionKeywords(document)])
     ajv.addKeyword(keyword);
+  addAccessKeywords(ajv);
   const components = asObject(document.components, "components") ?? {};
   const schemas = asObject(components.schemas, "components.schemas") ?? {};
-  ajv.addSchema({ $id: COMPONENTS_ID, $defs: rewriteRefs(schemas) as JsonObject });
-  const compile = (schema: Json, where: string): ValidateFunction => {
+  // The components as a request and as an answer see them (readOnly, writeOnly), each under an $id of its own.
+  const views: Record<Direction | "either", string> = {
+    either: COMPONENTS_ID,
+    request: COMPONENTS_ID,
+    response: COMPONENTS_ID,
+  };
+  ajv.addSchema({ $id: COMPONENTS_ID, $defs: rewriteRefs(schemas, COMPONENTS_ID) as JsonObject });
+  for (const direction of ["request", "response"] as const) {
+    if (!marksAny(document, direction)) continue;
+    const id = `${COMPONENTS_ID}-${direction}`;
+    const $defs: JsonObject = {};
+    for (const [name, schema] of Object.entries(schemas)) {
+      $defs[name] = accessView(schema, direction, schemas) as Json;
+    }
+    ajv.addSchema({ $id: id, $defs: rewriteRefs($defs, id) as JsonObject });
+    views[direction] = id;
+  }
+  const compile = (schema: Json, where: string, direction?: Direction): ValidateFunction => {
+    const id = views[direction ?? "either"];
+    const view =
+      id === COMPONENTS_ID ? schema : (accessView(schema, direction as Direction, schemas) as Json);
     try {
-      return ajv.compile(rewriteRefs(schema) as JsonObject);
+      return ajv.compile(rewriteRefs(view, id) as JsonObject);
     } catch (error) {
       throw new Error(`${where}: ${(error as Error).message}`);
     }
@@ -163,7 +184,8 @@ function compileApiDescription(read: JsonObject): ApiDescription {
         requestBody = {
           required: body.required === true,
           mediaTypes: Object.keys(content),
-          validate: json?.schema === undefined ? undefined : compile(json.schema, `${where}.requestBody`),
+          validate:
+            json?.schema === undefined ? undefined : compile(json.schema, `${where}.requestBody`, "request"),
         };
       }
 
@@ -177,7 +199,9 @@ function compileApiDescription(read: JsonObject): ApiDescription {
         responses.set(status, {
           status,
           validate:
-            json?.schema === undefined ? undefined : compile(json.schema, `${where}.responses.${status}`),
+            json?.schema === undefined
+              ? undefined
+              : compile(json.schema, `${where}.responses.${status}`, "response"),
           errorObject: (json?.schema as JsonObject | undefined)?.$ref === ERROR_SCHEMA_REF,
         });
       }
@@ -241,15 +265,15 @@ function extensionKeywords(document: JsonObject): Set<string> {
   return found;
 }
 
-function rewriteRefs(value: Json): Json {
-  if (Array.isArray(value)) return value.map(rewriteRefs);
+function rewriteRefs(value: Json, componentsId: string): Json {
+  if (Array.isArray(value)) return value.map((item) => rewriteRefs(item, componentsId));
   if (value === null || typeof value !== "object") return value;
   const out: JsonObject = {};
   for (const [key, child] of Object.entries(value)) {
     out[key] =
       key === "$ref" && typeof child === "string" && child.startsWith("#/components/schemas/")
-        ? `${COMPONENTS_ID}#/$defs/${child.slice("#/components/schemas/".length)}`
-        : rewriteRefs(child);
+        ? `${componentsId}#/$defs/${child.slice("#/components/schemas/".length)}`
+        : rewriteRefs(child, componentsId);
   }
   return out;
 }
