@@ -55,14 +55,19 @@ export interface Operation {
 export interface ApiDescription {
   readonly title: string;
   readonly version: string;
-  /** The public base path, from the first server URL (e.g. "/v1"). */
+  /** The public base path: the gateway config's, else the path of the server URLs (e.g. "/v1"). */
   readonly basePath: string;
   readonly operations: readonly Operation[];
   readonly validateError: ValidateFunction;
   operation(id: string): Operation | undefined;
 }
 
-export function loadApiDescription(file: string): ApiDescription {
+export interface LoadOptions {
+  /** The gateway config's base path, which wins over the servers' (undefined: read the servers). */
+  readonly basePath?: string | undefined;
+}
+
+export function loadApiDescription(file: string, options: LoadOptions = {}): ApiDescription {
   let document: JsonObject;
   try {
     document = readApiDocument(file) as JsonObject;
@@ -70,13 +75,13 @@ export function loadApiDescription(file: string): ApiDescription {
     throw new ApiDescriptionError(`cannot read the OpenAPI description ${file}: ${(error as Error).message}`);
   }
   try {
-    return compileApiDescription(document);
+    return compileApiDescription(document, options);
   } catch (error) {
     throw new ApiDescriptionError(`OpenAPI description ${file}: ${(error as Error).message}`);
   }
 }
 
-function compileApiDescription(read: JsonObject): ApiDescription {
+function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescription {
   const version = openapiVersion(read.openapi);
   if (version === undefined) {
     throw new Error('"openapi" must be a 3.0.x or 3.1.x version');
@@ -128,7 +133,7 @@ function compileApiDescription(read: JsonObject): ApiDescription {
     return resolve(target, ref);
   };
 
-  const basePath = basePathOf(document.servers);
+  const basePath = basePathOf(document.servers, options.basePath);
   const operations: Operation[] = [];
   const seenIds = new Set<string>();
   const paths = asObject(document.paths, "paths") ?? {};
@@ -241,11 +246,44 @@ function compileApiDescription(read: JsonObject): ApiDescription {
   });
 }
 
-function basePathOf(servers: Json | undefined): string {
-  const first = Array.isArray(servers) ? asObject(servers[0], "servers[0]") : undefined;
-  if (!first || typeof first.url !== "string") return "";
-  const pathname = new URL(first.url, "http://base.invalid").pathname.replace(/\/+$/, "");
-  return pathname;
+/**
+ * The gateway config's base path, else the path every server URL shares ("" without servers).
+ * Hosts are never read: the gateway answers on its own address, whatever the document's servers.
+ */
+function basePathOf(servers: Json | undefined, configured: string | undefined): string {
+  if (configured !== undefined) return configured.replace(/\/+$/, "");
+  const urls = new Map<string, string>(); // path -> the first URL with it
+  for (const [index, value] of (Array.isArray(servers) ? servers : []).entries()) {
+    const server = asObject(value, `servers[${index}]`);
+    if (typeof server?.url !== "string") throw new Error(`servers[${index}]: url is required`);
+    const path = serverPath(server.url, asObject(server.variables, `servers[${index}].variables`) ?? {});
+    if (path === undefined) throw new Error(`servers[${index}]: a variable of ${server.url} has no default`);
+    if (!urls.has(path)) urls.set(path, server.url);
+  }
+  if (urls.size > 1) {
+    const named = [...urls].map(([path, url]) => `${path || "/"} in ${url}`).join(", ");
+    throw new Error(
+      `servers disagree on the base path (${named}): set basePath in the gateway config to the one to serve`,
+    );
+  }
+  return [...urls.keys()][0] ?? "";
+}
+
+/** The path of a server URL, its {variables} set to their defaults; undefined when one has none. */
+function serverPath(url: string, variables: JsonObject): string | undefined {
+  let unset = false;
+  const expanded = url.replace(/\{([^{}]*)\}/g, (_whole, name: string) => {
+    const variable = variables[name];
+    const value =
+      variable !== null && typeof variable === "object" && !Array.isArray(variable)
+        ? variable.default
+        : undefined;
+    if (typeof value === "string") return value;
+    unset = true;
+    return "";
+  });
+  if (unset) return undefined;
+  return new URL(expanded, "http://base.invalid").pathname.replace(/\/+$/, "");
 }
 
 /** The x-* member names anywhere in the document, which a schema may carry as keywords of no consequence. */
