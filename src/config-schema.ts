@@ -13,6 +13,8 @@ export interface GatewayConfig {
   /** Explicitly chosen environment; undefined means none was chosen. */
   readonly environment: "production" | "staging" | undefined;
   readonly openapi: string;
+  /** The public base path, when the document's servers do not say it; undefined means theirs. */
+  readonly basePath: string | undefined;
   readonly workers: number | "auto";
   readonly upstream: {
     readonly url: string | undefined;
@@ -89,7 +91,14 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
         type: "string",
         minLength: 1,
         default: DEFAULT_OPENAPI_FILE,
-        description: "The OpenAPI description (a relative path is read from the working directory)",
+        description:
+          "The OpenAPI description, JSON or YAML, 3.0 or 3.1 (a relative path is read from the working directory)",
+      },
+      basePath: {
+        type: "string",
+        pattern: "^(?:/[A-Za-z0-9._~!$&'()*+,=:@-]+)*/?$",
+        description:
+          'The public base path (e.g. `/v1`, or `""` for none). Set, it replaces the path of the document\'s server URLs: needed when they disagree, or to serve a document without servers under a path. Unset: the path the server URLs share',
       },
       workers: {
         anyOf: [{ type: "integer", minimum: 1, maximum: 256 }, { const: "auto" }],

@@ -56,7 +56,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   catalogueOf(options.policies);
   const logger = options.logger ?? createLogger(config.log.level).logger;
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: true });
-  const api = loadApiDescription(config.openapi);
+  const api = loadApiDescription(config.openapi, { basePath: config.basePath });
   const context: PolicyContext = {
     api,
     logger,

@@ -1,8 +1,9 @@
 // Loads the OpenAPI description once and compiles everything the gateway needs from it:
 // operations, routes, parameter specs and ajv validators. Nothing is compiled per request.
-import { readFileSync } from "node:fs";
 import type { ValidateFunction } from "ajv";
-import { parseJsonText } from "./json/syntax-error.ts";
+import { accessView, addAccessKeywords, type Direction, marksAny } from "./openapi/access-views.ts";
+import { openapiVersion, translateSchemas30 } from "./openapi/from-3.0.ts";
+import { readApiDocument } from "./openapi/read-document.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ApiDescriptionError } from "./startup-errors.ts";
 
@@ -54,40 +55,70 @@ export interface Operation {
 export interface ApiDescription {
   readonly title: string;
   readonly version: string;
-  /** The public base path, from the first server URL (e.g. "/v1"). */
+  /** The public base path: the gateway config's, else the path of the server URLs (e.g. "/v1"). */
   readonly basePath: string;
   readonly operations: readonly Operation[];
   readonly validateError: ValidateFunction;
   operation(id: string): Operation | undefined;
 }
 
-export function loadApiDescription(file: string): ApiDescription {
+export interface LoadOptions {
+  /** The gateway config's base path, which wins over the servers' (undefined: read the servers). */
+  readonly basePath?: string | undefined;
+}
+
+export function loadApiDescription(file: string, options: LoadOptions = {}): ApiDescription {
   let document: JsonObject;
   try {
-    document = parseJsonText(readFileSync(file, "utf8")) as JsonObject;
+    document = readApiDocument(file) as JsonObject;
   } catch (error) {
     throw new ApiDescriptionError(`cannot read the OpenAPI description ${file}: ${(error as Error).message}`);
   }
   try {
-    return compileApiDescription(document);
+    return compileApiDescription(document, options);
   } catch (error) {
     throw new ApiDescriptionError(`OpenAPI description ${file}: ${(error as Error).message}`);
   }
 }
 
-function compileApiDescription(document: JsonObject): ApiDescription {
-  if (typeof document.openapi !== "string" || !document.openapi.startsWith("3.1")) {
-    throw new Error('"openapi" must be a 3.1.x version (its schemas are JSON Schema 2020-12)');
+function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescription {
+  const version = openapiVersion(read.openapi);
+  if (version === undefined) {
+    throw new Error('"openapi" must be a 3.0.x or 3.1.x version');
   }
+  // 3.0's schemas become the JSON Schema 2020-12 that 3.1's are; everything below reads 3.1.
+  const document = version === "3.0" ? (translateSchemas30(read) as JsonObject) : read;
   const ajv = createSchemaValidator({ draft: "2020-12" });
-  // OpenAPI annotation keywords that are not JSON Schema; they carry no validation.
-  for (const keyword of ["example", "xml", "externalDocs", "discriminator"]) ajv.addKeyword(keyword);
+  // OpenAPI annotation keywords that are not JSON Schema, and the document's own x-* extensions
+  // (which may sit in any schema): they carry no validation.
+  for (const keyword of ["example", "xml", "externalDocs", "discriminator", ...extensionKeywords(document)])
+    ajv.addKeyword(keyword);
+  addAccessKeywords(ajv);
   const components = asObject(document.components, "components") ?? {};
   const schemas = asObject(components.schemas, "components.schemas") ?? {};
-  ajv.addSchema({ $id: COMPONENTS_ID, $defs: rewriteRefs(schemas) as JsonObject });
-  const compile = (schema: Json, where: string): ValidateFunction => {
+  // The components as a request and as an answer see them (readOnly, writeOnly), each under an $id of its own.
+  const views: Record<Direction | "either", string> = {
+    either: COMPONENTS_ID,
+    request: COMPONENTS_ID,
+    response: COMPONENTS_ID,
+  };
+  ajv.addSchema({ $id: COMPONENTS_ID, $defs: rewriteRefs(schemas, COMPONENTS_ID) as JsonObject });
+  for (const direction of ["request", "response"] as const) {
+    if (!marksAny(document, direction)) continue;
+    const id = `${COMPONENTS_ID}-${direction}`;
+    const $defs: JsonObject = {};
+    for (const [name, schema] of Object.entries(schemas)) {
+      $defs[name] = accessView(schema, direction, schemas) as Json;
+    }
+    ajv.addSchema({ $id: id, $defs: rewriteRefs($defs, id) as JsonObject });
+    views[direction] = id;
+  }
+  const compile = (schema: Json, where: string, direction?: Direction): ValidateFunction => {
+    const id = views[direction ?? "either"];
+    const view =
+      id === COMPONENTS_ID ? schema : (accessView(schema, direction as Direction, schemas) as Json);
     try {
-      return ajv.compile(rewriteRefs(schema) as JsonObject);
+      return ajv.compile(rewriteRefs(view, id) as JsonObject);
     } catch (error) {
       throw new Error(`${where}: ${(error as Error).message}`);
     }
@@ -102,7 +133,7 @@ function compileApiDescription(document: JsonObject): ApiDescription {
     return resolve(target, ref);
   };
 
-  const basePath = basePathOf(document.servers);
+  const basePath = basePathOf(document.servers, options.basePath);
   const operations: Operation[] = [];
   const seenIds = new Set<string>();
   const paths = asObject(document.paths, "paths") ?? {};
@@ -158,7 +189,8 @@ function compileApiDescription(document: JsonObject): ApiDescription {
         requestBody = {
           required: body.required === true,
           mediaTypes: Object.keys(content),
-          validate: json?.schema === undefined ? undefined : compile(json.schema, `${where}.requestBody`),
+          validate:
+            json?.schema === undefined ? undefined : compile(json.schema, `${where}.requestBody`, "request"),
         };
       }
 
@@ -172,7 +204,9 @@ function compileApiDescription(document: JsonObject): ApiDescription {
         responses.set(status, {
           status,
           validate:
-            json?.schema === undefined ? undefined : compile(json.schema, `${where}.responses.${status}`),
+            json?.schema === undefined
+              ? undefined
+              : compile(json.schema, `${where}.responses.${status}`, "response"),
           errorObject: (json?.schema as JsonObject | undefined)?.$ref === ERROR_SCHEMA_REF,
         });
       }
@@ -212,22 +246,72 @@ function compileApiDescription(document: JsonObject): ApiDescription {
   });
 }
 
-function basePathOf(servers: Json | undefined): string {
-  const first = Array.isArray(servers) ? asObject(servers[0], "servers[0]") : undefined;
-  if (!first || typeof first.url !== "string") return "";
-  const pathname = new URL(first.url, "http://base.invalid").pathname.replace(/\/+$/, "");
-  return pathname;
+/**
+ * The gateway config's base path, else the path every server URL shares ("" without servers).
+ * Hosts are never read: the gateway answers on its own address, whatever the document's servers.
+ */
+function basePathOf(servers: Json | undefined, configured: string | undefined): string {
+  if (configured !== undefined) return configured.replace(/\/+$/, "");
+  const urls = new Map<string, string>(); // path -> the first URL with it
+  for (const [index, value] of (Array.isArray(servers) ? servers : []).entries()) {
+    const server = asObject(value, `servers[${index}]`);
+    if (typeof server?.url !== "string") throw new Error(`servers[${index}]: url is required`);
+    const path = serverPath(server.url, asObject(server.variables, `servers[${index}].variables`) ?? {});
+    if (path === undefined) throw new Error(`servers[${index}]: a variable of ${server.url} has no default`);
+    if (!urls.has(path)) urls.set(path, server.url);
+  }
+  if (urls.size > 1) {
+    const named = [...urls].map(([path, url]) => `${path || "/"} in ${url}`).join(", ");
+    throw new Error(
+      `servers disagree on the base path (${named}): set basePath in the gateway config to the one to serve`,
+    );
+  }
+  return [...urls.keys()][0] ?? "";
 }
 
-function rewriteRefs(value: Json): Json {
-  if (Array.isArray(value)) return value.map(rewriteRefs);
+/** The path of a server URL, its {variables} set to their defaults; undefined when one has none. */
+function serverPath(url: string, variables: JsonObject): string | undefined {
+  let unset = false;
+  const expanded = url.replace(/\{([^{}]*)\}/g, (_whole, name: string) => {
+    const variable = variables[name];
+    const value =
+      variable !== null && typeof variable === "object" && !Array.isArray(variable)
+        ? variable.default
+        : undefined;
+    if (typeof value === "string") return value;
+    unset = true;
+    return "";
+  });
+  if (unset) return undefined;
+  return new URL(expanded, "http://base.invalid").pathname.replace(/\/+$/, "");
+}
+
+/** The x-* member names anywhere in the document, which a schema may carry as keywords of no consequence. */
+function extensionKeywords(document: JsonObject): Set<string> {
+  const found = new Set<string>();
+  const visit = (value: Json | undefined): void => {
+    if (Array.isArray(value)) for (const item of value) visit(item);
+    else if (value !== null && typeof value === "object") {
+      for (const [key, child] of Object.entries(value)) {
+        // ajv's own rule for a keyword's name; an x-* name outside it is no schema's keyword.
+        if (/^x-[a-z0-9_$:-]*$/i.test(key)) found.add(key);
+        else visit(child);
+      }
+    }
+  };
+  visit(document);
+  return found;
+}
+
+function rewriteRefs(value: Json, componentsId: string): Json {
+  if (Array.isArray(value)) return value.map((item) => rewriteRefs(item, componentsId));
   if (value === null || typeof value !== "object") return value;
   const out: JsonObject = {};
   for (const [key, child] of Object.entries(value)) {
     out[key] =
       key === "$ref" && typeof child === "string" && child.startsWith("#/components/schemas/")
-        ? `${COMPONENTS_ID}#/$defs/${child.slice("#/components/schemas/".length)}`
-        : rewriteRefs(child);
+        ? `${componentsId}#/$defs/${child.slice("#/components/schemas/".length)}`
+        : rewriteRefs(child, componentsId);
   }
   return out;
 }

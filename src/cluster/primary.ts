@@ -87,7 +87,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   const { logger } = log;
   // The document is compiled here too, so that a broken one fails once, before any worker starts;
   // everything else (the keys, the policies) is the workers' own.
-  const api = loadApiDescription(config.openapi);
+  const api = loadApiDescription(config.openapi, { basePath: config.basePath });
   const reports = reportsOf(setup.policies, config.policies);
 
   // The primary's own series; the gateway's are the workers'.

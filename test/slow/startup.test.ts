@@ -57,7 +57,7 @@ test("an OpenAPI description that does not compile stops start-up with a message
   assert.match(missing.stderr, /cannot read the OpenAPI description/);
 });
 
-test("a config file or OpenAPI description that is not JSON stops start-up with one line saying where", async () => {
+test("a config file that is not JSON, or an OpenAPI description that is neither JSON nor YAML, stops start-up with one line saying where", async () => {
   const dir = mkdtempSync(join(tmpdir(), "gw-not-json-"));
   const notJson = join(dir, "not.json");
   // V8's own message quotes the text, and with it the newline: two lines on stderr.
@@ -69,12 +69,20 @@ test("a config file or OpenAPI description that is not JSON stops start-up with 
     config.stderr,
     /^petstore-gateway: config .*not\.json: the file is not valid JSON \(line 1, column 1\)$/m,
   );
-  const openapi = await startUp({ OPENAPI_FILE: notJson });
+  // "not json" is a YAML string; a description may be YAML, so it is told apart from an object.
+  const notADocument = await startUp({ OPENAPI_FILE: notJson });
+  assert.match(
+    notADocument.stderr,
+    /cannot read the OpenAPI description .*not\.json: the file holds a string, not an OpenAPI document/,
+  );
+  const notYaml = join(dir, "openapi.yaml");
+  writeFileSync(notYaml, "openapi: 3.1.0\ninfo: [oops\n");
+  const openapi = await startUp({ OPENAPI_FILE: notYaml });
   assert.equal(openapi.code, 1);
   assert.equal(openapi.stderr.trim().split("\n").length, 1, openapi.stderr);
   assert.match(
     openapi.stderr,
-    /cannot read the OpenAPI description .*not\.json: the file is not valid JSON \(line 1, column 1\)$/m,
+    /cannot read the OpenAPI description .*openapi\.yaml: the file is not valid YAML: .+ \(line \d+, column \d+\)$/m,
   );
 });
 

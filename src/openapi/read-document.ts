@@ -1,0 +1,110 @@
+// From a file name to the OpenAPI document as one value: the file read with a size bound, parsed
+// as JSON or YAML by what it holds, and the files its $refs name folded into it (bundle-refs.ts).
+// Every failure is one line naming the file and, for a syntax error, the line and column.
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { parseDocument } from "yaml";
+import { duplicateKey } from "../json/duplicate-keys.ts";
+import { describeSyntaxError } from "../json/syntax-error.ts";
+import { bundleExternalRefs } from "./bundle-refs.ts";
+
+/** Larger than any hand-written description; refused before a byte is parsed. */
+export const MAX_DOCUMENT_BYTES = 5 * 1024 * 1024;
+/**
+ * How many times a YAML file may use an alias: a real document needs a few, a "billion laughs"
+ * needs them to multiply. The yaml package stops expanding once the aliases cost more than this.
+ */
+const MAX_ALIAS_COUNT = 100;
+/** A YAML parser's message is cut here: it describes the problem, the line and column say where. */
+const MAX_REASON_LENGTH = 200;
+
+/** The document of `file`, with every $ref to another file inside its folder resolved. */
+export function readApiDocument(file: string): unknown {
+  const document = bundleExternalRefs(file, readDocumentFile);
+  if (document === null || typeof document !== "object" || Array.isArray(document)) {
+    // "not json" is a YAML string: say what the file holds rather than that it has no "openapi".
+    const holds = document === null ? "null" : Array.isArray(document) ? "a list" : `a ${typeof document}`;
+    throw new Error(`the file holds ${holds}, not an OpenAPI document (a YAML or JSON object)`);
+  }
+  return document;
+}
+
+/**
+ * One file's value. `name` is how a message calls it ("the file" for the document itself, its
+ * relative path for a file a $ref names).
+ */
+export function readDocumentFile(file: string, name: string): unknown {
+  return parseDocumentText(readBounded(file, name), name);
+}
+
+/** JSON when the text starts as a JSON object does, YAML otherwise (YAML 1.2 also reads JSON, but says less about its errors). */
+function parseDocumentText(text: string, name: string): unknown {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  return body.trimStart().startsWith("{") ? parseJson(body, name) : parseYaml(body, name);
+}
+
+function parseJson(text: string, name: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // The message names the member the error is in ("/info is not valid JSON"), so the file comes first.
+    const where = describeSyntaxError(text, "the file");
+    throw new Error(name === "the file" ? where : `${name}: ${where}`);
+  }
+  // JSON.parse keeps the last of two equal names, a reader of the YAML form would refuse them: one rule for both.
+  const duplicate = duplicateKey(text);
+  if (duplicate !== undefined) throw new Error(`${name} gives ${duplicate} more than once`);
+  return value;
+}
+
+function parseYaml(text: string, name: string): unknown {
+  // The core schema (YAML 1.2): "2026-01-01" stays a string and "no" stays "no", as in JSON.
+  const document = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  const error = document.errors[0];
+  if (error !== undefined) {
+    // prettyErrors appends the place and then an excerpt of the text; the excerpt is not for a log line.
+    const reason = (error.message.split("\n")[0] ?? "")
+      .replace(/ at line \d+, column \d+:?$/, "")
+      .slice(0, MAX_REASON_LENGTH);
+    const place = error.linePos?.[0];
+    const at = place ? ` (line ${place.line}, column ${place.col})` : "";
+    throw new Error(`${name} is not valid YAML: ${reason}${at}`);
+  }
+  try {
+    return document.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    const reason = (error as Error).message;
+    throw new Error(
+      /alias count/i.test(reason)
+        ? `${name} is refused: its YAML aliases expand beyond ${MAX_ALIAS_COUNT} copies (a "billion laughs" document)`
+        : `${name} is not valid YAML: ${reason.slice(0, MAX_REASON_LENGTH)}`,
+    );
+  }
+}
+
+/** The file's text, or an error when it is larger than MAX_DOCUMENT_BYTES, known before it is parsed. */
+function readBounded(file: string, name: string): string {
+  const fd = openSync(file, "r");
+  try {
+    const size = fstatSync(fd).size;
+    if (size > MAX_DOCUMENT_BYTES) throw new Error(tooLarge(name, size));
+    // Read in chunks to the bound, whatever the size said: a file that grows, or a pipe, stops there too.
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(64 * 1024);
+      const read = readSync(fd, chunk, 0, chunk.length, null);
+      if (read === 0) break;
+      chunks.push(chunk.subarray(0, read));
+      length += read;
+      if (length > MAX_DOCUMENT_BYTES) throw new Error(tooLarge(name, length));
+    }
+    return Buffer.concat(chunks, length).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function tooLarge(name: string, bytes: number): string {
+  return `${name} is larger than ${MAX_DOCUMENT_BYTES / 1024 / 1024} MB (${bytes} bytes): it is refused before it is parsed`;
+}

@@ -1,0 +1,90 @@
+// The gateway program, as `npm start` runs it, reads OPENAPI_FILE as a 3.0 YAML document split over
+// two files, and takes its base path from the config file when the document's servers disagree.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { boundedConfigFile } from "../support/config-file.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { writeDocumentFiles } from "../support/openapi-documents.ts";
+import {
+  type BackendProcess,
+  type GatewayProcess,
+  startDemoBackendProcess,
+  startGatewayProcess,
+} from "../support/processes.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
+
+const { file: keysFile, key } = writeKeysFile(["acme"]);
+const YAML_30 = join(PROJECT_ROOT, "test/fixtures/openapi-3.0/openapi.yaml");
+let backend: BackendProcess;
+const gateways: GatewayProcess[] = [];
+
+before(async () => {
+  backend = await startDemoBackendProcess();
+});
+after(async () => {
+  await Promise.all(gateways.map((gateway) => gateway.stop()));
+  await backend.close();
+});
+
+/** A document whose servers disagree on the path: the bundled one with a local server added. */
+function disagreeingDocument(): string {
+  const document = JSON.parse(readFileSync(join(PROJECT_ROOT, "config/openapi.json"), "utf8"));
+  document.servers.push({ url: "http://localhost:3000" });
+  return join(writeDocumentFiles({ "openapi.json": document }), "openapi.json");
+}
+
+test("OPENAPI_FILE naming a 3.0 YAML document split over two files starts the gateway", async () => {
+  const gateway = await startGatewayProcess({
+    OPENAPI_FILE: YAML_30,
+    UPSTREAM_URL: backend.url,
+    API_KEYS_FILE: keysFile,
+    GATEWAY_CONFIG: boundedConfigFile(),
+  });
+  gateways.push(gateway);
+  const created = await request(`${gateway.origin}/v1/pets`, {
+    key,
+    method: "POST",
+    body: JSON.stringify({ name: "Biscuit", categoryId: 7 }),
+  });
+  assert.equal(created.status, 201, created.body);
+  const refused = await request(`${gateway.origin}/v1/pets`, {
+    key,
+    method: "POST",
+    body: JSON.stringify({ id: 1, name: "Biscuit", categoryId: 7 }),
+  });
+  assert.equal(refused.status, 400);
+  assert.match(refused.body, /\/id is read-only/);
+});
+
+test("servers that disagree stop start-up in one line naming them; basePath in the config settles it", async () => {
+  const openapi = disagreeingDocument();
+  const child = spawn(process.execPath, GATEWAY_PROGRAM, {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", OPENAPI_FILE: openapi },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const [code] = await once(child, "exit");
+  assert.equal(code, 1);
+  assert.equal(stderr.trim().split("\n").length, 1, stderr);
+  assert.match(
+    stderr,
+    /servers disagree on the base path \(\/v1 in https:\/\/petstore\.example\.com\/v1, \/ in http:\/\/localhost:3000\): set basePath in the gateway config/,
+  );
+  const gateway = await startGatewayProcess({
+    OPENAPI_FILE: openapi,
+    UPSTREAM_URL: backend.url,
+    API_KEYS_FILE: keysFile,
+    GATEWAY_CONFIG: boundedConfigFile({ basePath: "/v1" }),
+  });
+  gateways.push(gateway);
+  assert.equal((await request(`${gateway.origin}/v1/pets`, { key })).status, 200);
+});

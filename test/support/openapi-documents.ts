@@ -1,0 +1,78 @@
+// OpenAPI documents written for one test: files in a fresh folder, and a smallest document that
+// the gateway accepts, for a test to put one schema, one server list or one $ref into.
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { type ApiDescription, loadApiDescription } from "../../src/openapi.ts";
+
+/** Writes each file (text as it is, anything else as JSON) under a new folder; returns the folder. */
+export function writeDocumentFiles(files: Readonly<Record<string, unknown>>): string {
+  const folder = mkdtempSync(join(tmpdir(), "gw-openapi-doc-"));
+  for (const [name, content] of Object.entries(files)) {
+    const file = join(folder, name);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, typeof content === "string" ? content : JSON.stringify(content, null, 2));
+  }
+  return folder;
+}
+
+export interface MinimalDocument {
+  readonly openapi?: string;
+  /** createPet's request body schema and its 201 answer's. */
+  readonly body?: unknown;
+  readonly answer?: unknown;
+  readonly schemas?: Readonly<Record<string, unknown>>;
+  readonly servers?: unknown;
+  readonly petIdSchema?: unknown;
+}
+
+/** A document with createPet (POST /pets) and getPet (GET /pets/{petId}), the given schemas in place. */
+export function minimalDocument(options: MinimalDocument = {}): Record<string, unknown> {
+  const json = (schema: unknown) => ({ "application/json": { schema } });
+  return {
+    openapi: options.openapi ?? "3.1.0",
+    info: { title: "test", version: "1" },
+    servers: options.servers ?? [{ url: "https://example.com/v1" }],
+    paths: {
+      "/pets": {
+        post: {
+          operationId: "createPet",
+          requestBody: { required: true, content: json(options.body ?? { type: "object" }) },
+          responses: {
+            "201": { description: "created", content: json(options.answer ?? { type: "object" }) },
+          },
+        },
+      },
+      "/pets/{petId}": {
+        get: {
+          operationId: "getPet",
+          parameters: [
+            {
+              name: "petId",
+              in: "path",
+              required: true,
+              schema: options.petIdSchema ?? { type: "integer", format: "int64" },
+            },
+          ],
+          responses: { "200": { description: "the animal" } },
+        },
+      },
+    },
+    components: {
+      schemas: {
+        Error: {
+          type: "object",
+          required: ["code", "message", "status"],
+          properties: { code: { type: "string" }, message: { type: "string" }, status: { type: "integer" } },
+        },
+        ...options.schemas,
+      },
+    },
+  };
+}
+
+/** The API description the gateway compiles from a document written to a file of its own. */
+export function loadDocument(document: unknown, name = "openapi.json"): ApiDescription {
+  const folder = writeDocumentFiles({ [name]: document });
+  return loadApiDescription(join(folder, name));
+}
