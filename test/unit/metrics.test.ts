@@ -34,6 +34,7 @@ test("each policy registers its own instruments on the registry it is given, eac
     gateway_api_keys: "auth",
     gateway_contract_violations_total: "responseContract",
     gateway_deprecated_calls_total: "lifecycle",
+    gateway_deprecation_sunset_timestamp_seconds: "lifecycle",
     gateway_limit_adjustments_total: "limit",
     gateway_unstable_operation_calls_total: "lifecycle",
   });
