@@ -168,6 +168,15 @@ describe("what operators point at the ops port", () => {
     }
   });
 
+  test("GET / lists the port's endpoints as JSON, the policies' reports included", async () => {
+    const answer = await request(`${gw.opsUrl}/`);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers["content-type"], "application/json");
+    assert.deepEqual(JSON.parse(answer.body), {
+      endpoints: ["/", "/contract/violations", "/deprecations", "/healthz", "/metrics", "/readyz"],
+    });
+  });
+
   test("a Prometheus 3 scrape gets 200 and Prometheus text", async () => {
     const outcome = await rawExchange(
       opsPort(gw),
