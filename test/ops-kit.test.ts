@@ -430,6 +430,15 @@ describe("the rule tests' input series come from a real scrape", () => {
     );
   });
 
+  test("the scrape went through two workers' merge, and what is one figure per group stayed one", () => {
+    const value = (name: string) => scraped.find((sample) => sample.name === name)?.value;
+    assert.equal(value("gateway_workers"), 2);
+    assert.equal(value("gateway_build_info"), 1);
+    const document = JSON.parse(readFileSync(at("config/openapi.json"), "utf8"));
+    const sunset = document.paths["/pets/{petId}"].get["x-gateway-deprecation"].sunset as string;
+    assert.equal(value("gateway_deprecation_sunset_timestamp_seconds"), Date.parse(sunset) / 1000);
+  });
+
   test("every input series of the rule tests, less the job and instance Prometheus adds, is a series of the scrape", () => {
     const series = new Set(scraped.map((sample) => key(sample.name, sample.labels)));
     for (const input of ruleTests.tests.flatMap((test) => test.input_series)) {
