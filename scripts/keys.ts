@@ -3,10 +3,12 @@
 //   list                                  consumers, digest prefixes, dates (never a full digest)
 //   revoke <consumer> [--digest <prefix>] removes the consumer's keys (or the one with that digest prefix)
 // Every command takes --file <path>; the default is $API_KEYS_FILE, else config/api-keys.json.
+// add and revoke take --mode <octal>, the file's mode from this edit on (0644 for a container's user).
 // Edits are atomic (a temporary file renamed over the old one) so a gateway polling the file
 // never reads half of it, and serialized by a lock file so two edits never lose one another.
 import {
   closeSync,
+  fchmodSync,
   fsyncSync,
   openSync,
   readFileSync,
@@ -34,7 +36,9 @@ const USAGE = `usage: npm run keys -- <command> [--file <path>]
   add <consumer> [--not-after <date>]    generate a key for <consumer>; prints it once
   list                                   consumers and the first ${DIGEST_PREFIX_LENGTH} hex digits of each key's digest
   revoke <consumer> [--digest <prefix>]  remove the consumer's keys, or only the one whose digest starts with <prefix>
-The file is --file, else $API_KEYS_FILE, else config/api-keys.json. A running gateway picks up a change within 5 s.`;
+The file is --file, else $API_KEYS_FILE, else config/api-keys.json. A running gateway picks up a change within 5 s.
+add and revoke take --mode <octal>: the file's mode from this edit on, e.g. 0644 so that a container's user
+(the image's uid 1000) can read it; without it a new file is 0600 and an existing one keeps its mode.`;
 
 class UsageError extends Error {}
 
@@ -60,14 +64,16 @@ function main(argv: readonly string[]): void {
       : process.env.API_KEYS_FILE
         ? resolve(base, process.env.API_KEYS_FILE)
         : join(PROJECT_ROOT, "config/api-keys.json");
+  const mode = fileMode(values.mode);
+  if (mode !== undefined && command === "list") throw new UsageError("list takes no --mode");
   switch (command) {
     case "add":
-      return add(file, requireConsumer(consumer), values["not-after"]);
+      return add(file, requireConsumer(consumer), values["not-after"], mode);
     case "list":
       if (consumer !== undefined) throw new UsageError("list takes no consumer");
       return list(file);
     case "revoke":
-      return revoke(file, requireConsumer(consumer), values.digest);
+      return revoke(file, requireConsumer(consumer), values.digest, mode);
     default:
       throw new UsageError(command === undefined ? "a command is required" : `unknown command ${command}`);
   }
@@ -80,11 +86,18 @@ function readArgs(argv: readonly string[]) {
       file: { type: "string" },
       "not-after": { type: "string" },
       digest: { type: "string" },
+      mode: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
     allowPositionals: true,
   });
+}
+
+function fileMode(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^0?[0-7]{3}$/.test(text)) throw new UsageError("--mode takes an octal file mode, e.g. 0644");
+  return Number.parseInt(text, 8);
 }
 
 function requireConsumer(consumer: string | undefined): string {
@@ -97,7 +110,12 @@ function requireConsumer(consumer: string | undefined): string {
   return consumer;
 }
 
-function add(file: string, consumer: string, notAfterText: string | undefined): void {
+function add(
+  file: string,
+  consumer: string,
+  notAfterText: string | undefined,
+  mode: number | undefined,
+): void {
   let notAfter: string | undefined;
   if (notAfterText !== undefined) {
     const time = Date.parse(notAfterText);
@@ -107,7 +125,7 @@ function add(file: string, consumer: string, notAfterText: string | undefined): 
   const key = generateKey();
   const sha256 = digestOf(key);
   let count = 0;
-  edit(file, true, (keys) => {
+  edit(file, true, mode, (keys) => {
     count = keys.keys.filter((entry) => entry.consumer === consumer).length + 1;
     keys.keys.push({
       consumer,
@@ -151,12 +169,12 @@ function list(file: string): void {
   }
 }
 
-function revoke(file: string, consumer: string, prefix: string | undefined): void {
+function revoke(file: string, consumer: string, prefix: string | undefined, mode: number | undefined): void {
   if (prefix !== undefined && !/^[0-9a-f]{4,64}$/i.test(prefix)) {
     throw new UsageError("--digest takes at least 4 hex digits of the key's digest, as list shows them");
   }
   let removed = 0;
-  edit(file, false, (keys) => {
+  edit(file, false, mode, (keys) => {
     const matches = (entry: KeyFile["keys"][number]) =>
       entry.consumer === consumer && (prefix === undefined || entry.sha256.startsWith(prefix.toLowerCase()));
     removed = keys.keys.filter(matches).length;
@@ -191,7 +209,12 @@ function readKeyFile(file: string): KeyFile | undefined {
   }
 }
 
-function edit(file: string, create: boolean, change: (keys: KeyFile) => void): void {
+function edit(
+  file: string,
+  create: boolean,
+  givenMode: number | undefined,
+  change: (keys: KeyFile) => void,
+): void {
   // Through a symlink to the real file, so the link stays a link; a read-only mount (a
   // Kubernetes Secret) fails here with EROFS, as it should: edit the Secret's source instead.
   let target = file;
@@ -214,10 +237,13 @@ function edit(file: string, create: boolean, change: (keys: KeyFile) => void): v
     } catch {
       // new file
     }
+    mode = givenMode ?? mode;
     const temporary = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
     try {
       const fd = openSync(temporary, "wx", mode);
       try {
+        // The mode asked for, whatever the umask took away from it at open.
+        fchmodSync(fd, mode);
         writeFileSync(fd, formatKeyFile(next));
         fsyncSync(fd);
       } finally {

@@ -6,7 +6,10 @@
 // http.server.request.duration and http.client.request.duration named as an OpenTelemetry
 // Prometheus exporter names them (dots become underscores, the unit a suffix), so dashboards
 // built for those conventions work unchanged; `operation` is the gateway's own dimension.
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { PROJECT_ROOT } from "./project-files.ts";
 
 /** The operation label of a request the description does not know: one value, never the raw path. */
 export const UNMATCHED = "unmatched";
@@ -50,7 +53,17 @@ export interface Metrics {
 
 const HTTP_LABELS = ["operation", "http_request_method", "http_response_status_code"] as const;
 
-export function createMetrics(options: { readonly defaultMetrics: boolean }): Metrics {
+export interface MetricsOptions {
+  /** prom-client's process_* and nodejs_* metrics, and the process's memory limit. */
+  readonly defaultMetrics: boolean;
+  /**
+   * The memory limit to export as gateway_memory_limit_bytes (0: none, no series). Unset: the
+   * process's own (process.constrainedMemory()) with the default metrics, none without.
+   */
+  readonly memoryLimitBytes?: number;
+}
+
+export function createMetrics(options: MetricsOptions): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics) {
     collectDefaultMetrics({ register: registry });
@@ -59,6 +72,19 @@ export function createMetrics(options: { readonly defaultMetrics: boolean }): Me
     for (const name of SUMS_NAMED_AS_COUNTERS) registry.removeSingleMetric(name);
   }
   const registers = [registry];
+  buildInfo(registry);
+  const memoryLimit =
+    options.memoryLimitBytes ?? (options.defaultMetrics ? memoryLimitOf(process.constrainedMemory()) : 0);
+  // No limit is no series, never 0: an alert dividing by it must find nothing rather than +Inf.
+  if (memoryLimit > 0) {
+    new Gauge({
+      name: "gateway_memory_limit_bytes",
+      help: "The memory the process may use (its cgroup's limit, from process.constrainedMemory()); absent when there is none",
+      // Every process of a group lives in the same container, under the same limit.
+      aggregator: "first",
+      registers,
+    }).set(memoryLimit);
+  }
 
   const requestDuration = new Histogram({
     name: "http_server_request_duration_seconds",
@@ -123,6 +149,34 @@ export function createMetrics(options: { readonly defaultMetrics: boolean }): Me
       registers,
     }),
   };
+}
+
+/**
+ * gateway_build_info: which build answers, as labels of a constant 1, so a dashboard can tell two
+ * versions apart during a rollout. The revision comes from the image (GIT_REVISION, a build
+ * argument of the Dockerfile); a checkout run by hand says "unknown".
+ */
+function buildInfo(registry: Registry): void {
+  const { version } = JSON.parse(readFileSync(resolve(PROJECT_ROOT, "package.json"), "utf8")) as {
+    version: string;
+  };
+  new Gauge({
+    name: "gateway_build_info",
+    help: "Always 1; the labels say which build runs: the package version, the source revision (GIT_REVISION at image build, else unknown) and Node's version",
+    labelNames: ["version", "revision", "node_version"] as const,
+    // The same in every worker: summed, it would count the workers.
+    aggregator: "first",
+    registers: [registry],
+  }).set({ version, revision: process.env.GIT_REVISION || "unknown", node_version: process.version }, 1);
+}
+
+/**
+ * A limit from process.constrainedMemory(), or 0 for none. Without one, Node reports 0, or libuv's
+ * "unlimited" (2^64 - 1, or cgroup v1's 2^63 rounded to a page) where the cgroup says max: no
+ * real limit is above 2^53 bytes.
+ */
+export function memoryLimitOf(constrained: number): number {
+  return constrained > 0 && constrained <= Number.MAX_SAFE_INTEGER ? constrained : 0;
 }
 
 /**

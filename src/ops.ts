@@ -105,6 +105,9 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
       res.end(text);
     },
   });
+  // What this port serves, for whoever finds it without the docs.
+  const endpoints = { endpoints: ["/", ...routes.keys()].sort() };
+  routes.set("/", { failure: ENDPOINT_FAILED, run: (res) => sendJson(res, 200, endpoints) });
   const failed = (res: ServerResponse, endpoint: string, reply: GatewayError, error: unknown) => {
     logger.error(
       {

@@ -5,6 +5,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import {
   chmodSync,
+  existsSync,
   lstatSync,
   mkdtempSync,
   readdirSync,
@@ -192,6 +193,44 @@ describe("npm run keys", () => {
     assert.equal(file.$comment, "ours");
     assert.equal(file.keys[0]?.owner, "team-a");
     assert.equal(file.keys[1]?.consumer, "beta");
+  });
+
+  test("add --mode 0644 makes a file others can read whatever the umask, and later edits keep the mode", async () => {
+    const file = join(directory, "shared.json");
+    await add(file, "acme", "--mode", "0644");
+    assert.equal(statSync(file).mode & 0o777, 0o644);
+    await add(file, "beta");
+    assert.equal(statSync(file).mode & 0o777, 0o644);
+  });
+
+  test("a key file made with --mode 0644 is read by the image's non-root user, uid 1000", {
+    skip: process.getuid?.() === 0 ? false : "reading as another user needs root to switch to it",
+  }, async () => {
+    const shared = mkdtempSync(join(tmpdir(), "gw-keys-shared-"));
+    // The directory as the docs ask for it: searchable by the container's user.
+    chmodSync(shared, 0o755);
+    const file = join(shared, "api-keys.json");
+    const key = await add(file, "acme", "--mode", "0644");
+    // cat, not node: the test's node may sit where uid 1000 cannot run it (under /root).
+    const read = spawn("cat", [file], { uid: 1000, gid: 1000, stdio: ["ignore", "pipe", "pipe"] });
+    let text = "";
+    read.stdout.on("data", (chunk: Buffer) => {
+      text += chunk;
+    });
+    const [code] = await once(read, "exit");
+    rmSync(shared, { recursive: true, force: true });
+    assert.equal(code, 0);
+    assert.equal((JSON.parse(text) as { keys: { sha256: string }[] }).keys[0]?.sha256, sha256(key));
+  });
+
+  test("--mode takes an octal mode and nothing else", async () => {
+    const file = join(directory, "modes.json");
+    for (const mode of ["rw-r--r--", "01777"]) {
+      const run = await keys(["add", "acme", "--file", file, "--mode", mode]);
+      assert.equal(run.code, 2, mode);
+      assert.match(run.stderr, /--mode takes an octal file mode/);
+    }
+    assert.ok(!existsSync(file), "nothing written");
   });
 
   test("concurrent adds all land (the edits are serialized)", async () => {

@@ -229,6 +229,16 @@ describe("who still calls getPet: the report, the metric and the log lines agree
     assert.equal(sampleValue(samples, "gateway_deprecated_calls_total"), 7);
   });
 
+  test("the sunset gauge dates each deprecated operation's sunset in Unix seconds, and no other operation", async () => {
+    const sunsets = (await scrape(gw)).filter(
+      (sample) => sample.name === "gateway_deprecation_sunset_timestamp_seconds",
+    );
+    assert.deepEqual(
+      sunsets.map(({ labels, value }) => ({ labels, value })),
+      [{ labels: { operation: "getPet" }, value: GET_PET_SUNSET / 1000 }],
+    );
+  });
+
   test("each deprecated call writes one log line naming the caller, never the key", () => {
     const lines = gw.logs.messages("deprecated call");
     assert.equal(lines.length, 7);

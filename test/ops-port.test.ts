@@ -168,6 +168,15 @@ describe("what operators point at the ops port", () => {
     }
   });
 
+  test("GET / lists the port's endpoints as JSON, the policies' reports included", async () => {
+    const answer = await request(`${gw.opsUrl}/`);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers["content-type"], "application/json");
+    assert.deepEqual(JSON.parse(answer.body), {
+      endpoints: ["/", "/contract/violations", "/deprecations", "/healthz", "/metrics", "/readyz"],
+    });
+  });
+
   test("a Prometheus 3 scrape gets 200 and Prometheus text", async () => {
     const outcome = await rawExchange(
       opsPort(gw),
@@ -183,17 +192,22 @@ describe("what operators point at the ops port", () => {
     assert.ok(samples.some((sample) => sample.name === "nodejs_version_info"));
   });
 
-  test("the Docker image's HEALTHCHECK command, run as the Dockerfile has it, exits 0", async () => {
+  test("the Docker image's HEALTHCHECK command, run as the Dockerfile has it, exits 0, and 1 where /healthz is not", async () => {
     const dockerfile = readFileSync(join(PROJECT_ROOT, "Dockerfile"), "utf8");
     const command = /HEALTHCHECK[^\n]*\\\n\s*CMD (\[.*\])/.exec(dockerfile)?.[1];
     assert.ok(command, "the Dockerfile has an exec-form HEALTHCHECK");
     const [program, ...args] = JSON.parse(command) as string[];
-    assert.equal(program, "node");
+    // No Node process per check: bash with its own TCP redirection, as the slim image has it.
+    assert.equal(program, "bash");
+    const check = (port: number) =>
+      promisify(execFile)("bash", args, {
+        env: { PATH: process.env.PATH ?? "", OPS_PORT: String(port) },
+        timeout: 10_000,
+      });
     // Rejects, with its exit code, unless it exits 0.
-    await promisify(execFile)(process.execPath, args, {
-      env: { PATH: process.env.PATH ?? "", OPS_PORT: String(opsPort(gw)) },
-      timeout: 10_000,
-    });
+    await check(opsPort(gw));
+    // The public port has no /healthz: a check that passed there would pass anywhere.
+    await assert.rejects(check(publicPort(gw)), { code: 1 });
   });
 });
 

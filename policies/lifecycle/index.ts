@@ -8,7 +8,7 @@
 // One policy (its options are policies.lifecycle) of two parts that judge different operations
 // and meet only where an operation is both deprecated and unstable: deprecation.ts and stability.ts.
 import type { JSONSchemaType } from "ajv";
-import { Counter } from "prom-client";
+import { Counter, Gauge } from "prom-client";
 import { definePolicy } from "../../src/policy.ts";
 import { consumerCounters } from "./consumers.ts";
 import { brownoutWindows, DEPRECATION_HEADERS, deprecationPhases } from "./deprecation.ts";
@@ -105,6 +105,7 @@ const optionsSchema: JSONSchemaType<LifecycleOptions> = {
 interface LifecycleMetrics {
   readonly deprecatedCalls: Counter<"operation" | "consumer">;
   readonly unstableCalls: Counter<"operation" | "stability" | "consumer">;
+  readonly sunsets: Gauge<"operation">;
 }
 
 export default definePolicy<LifecycleOptions, LifecycleMetrics>({
@@ -122,6 +123,15 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
       name: "gateway_unstable_operation_calls_total",
       help: "Authenticated calls to operations marked experimental or beta, by operation, stability and consumer",
       labelNames: ["operation", "stability", "consumer"] as const,
+      registers: [registry],
+    }),
+    // For alerts on calls close to the sunset: time() - this is what is left.
+    sunsets: new Gauge({
+      name: "gateway_deprecation_sunset_timestamp_seconds",
+      help: "The sunset of each deprecated operation that has one, in Unix seconds",
+      labelNames: ["operation"] as const,
+      // The same in every worker: summed, the date would move by a factor of the workers.
+      aggregator: "first",
       registers: [registry],
     }),
   }),
@@ -156,6 +166,7 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
     const countingSince = new Date(started).toISOString();
     for (const deprecation of deprecations.values()) {
       const { sunset } = deprecation;
+      if (sunset !== undefined) metrics.sunsets.labels(deprecation.operation.id).set(sunset / 1000);
       logger.info(
         {
           operation: deprecation.operation.id,

@@ -25,7 +25,12 @@ interface Source {
 
 export async function metricsPage(policies: readonly AnyPolicyDefinition[]): Promise<string> {
   const sources: Source[] = [
-    { by: "the core", registry: createMetrics({ defaultMetrics: false }).registry, combined: true },
+    // With a memory limit, so that the page lists the gauge a process under one exports.
+    {
+      by: "the core",
+      registry: createMetrics({ defaultMetrics: false, memoryLimitBytes: 1 }).registry,
+      combined: true,
+    },
   ];
   for (const policy of policies) {
     if (policy.metrics === undefined) continue;

@@ -1,13 +1,16 @@
 import assert from "node:assert/strict";
+import { createRequire } from "node:module";
 import { test } from "node:test";
+import { AggregatorRegistry } from "prom-client";
 import policies from "../../policies/index.ts";
-import { createMetrics } from "../../src/metrics.ts";
+import { createMetrics, memoryLimitOf } from "../../src/metrics.ts";
 
 const names = (metrics: { name: string }[]) => metrics.map((metric) => metric.name).sort();
 
 test("the core registers the HTTP histograms, rejections, overhead and upstream-up, and no policy's", () => {
   const { registry } = createMetrics({ defaultMetrics: false });
   assert.deepEqual(names(registry.getMetricsAsArray()), [
+    "gateway_build_info",
     "gateway_overhead_seconds",
     "gateway_rejections_total",
     "gateway_upstream_up",
@@ -31,7 +34,42 @@ test("each policy registers its own instruments on the registry it is given, eac
     gateway_api_keys: "auth",
     gateway_contract_violations_total: "responseContract",
     gateway_deprecated_calls_total: "lifecycle",
+    gateway_deprecation_sunset_timestamp_seconds: "lifecycle",
     gateway_limit_adjustments_total: "limit",
     gateway_unstable_operation_calls_total: "lifecycle",
   });
+});
+
+test("gateway_build_info is 1, labelled with the package version, the revision and Node's version", async () => {
+  const { version } = createRequire(import.meta.url)("../../package.json") as { version: string };
+  const { registry } = createMetrics({ defaultMetrics: false });
+  const [info] = (await registry.getMetricsAsJSON()).filter((metric) => metric.name === "gateway_build_info");
+  assert.deepEqual(info?.values, [
+    {
+      value: 1,
+      labels: { version, revision: process.env.GIT_REVISION || "unknown", node_version: process.version },
+    },
+  ]);
+});
+
+test("gateway_memory_limit_bytes is the limit when there is one, and absent (not 0) without", async () => {
+  const limited = createMetrics({ defaultMetrics: false, memoryLimitBytes: 402_653_184 }).registry;
+  assert.match(await limited.metrics(), /^gateway_memory_limit_bytes 402653184$/m);
+  const unlimited = createMetrics({ defaultMetrics: false, memoryLimitBytes: 0 }).registry;
+  assert.doesNotMatch(await unlimited.metrics(), /gateway_memory_limit_bytes/);
+});
+
+test("Node's answers for no memory limit (0, libuv's 2^64 - 1, cgroup v1's near 2^63) read as none", () => {
+  assert.equal(memoryLimitOf(0), 0);
+  assert.equal(memoryLimitOf(2 ** 64 - 1), 0);
+  assert.equal(memoryLimitOf(2 ** 63 - 4096), 0);
+  assert.equal(memoryLimitOf(536_870_912), 536_870_912);
+});
+
+test("across workers the build info and the memory limit stay one process's figure, not a sum", async () => {
+  const worker = () =>
+    createMetrics({ defaultMetrics: false, memoryLimitBytes: 1000 }).registry.getMetricsAsJSON();
+  const merged = await AggregatorRegistry.aggregate([await worker(), await worker()]).metrics();
+  assert.match(merged, /^gateway_build_info\{[^}]*\} 1$/m);
+  assert.match(merged, /^gateway_memory_limit_bytes 1000$/m);
 });
