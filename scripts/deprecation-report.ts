@@ -7,19 +7,25 @@
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
+import policies from "../policies/index.ts";
 import { recordLogLine } from "../policies/lifecycle/deprecation-log-lines.ts";
 import { CallerTally } from "../policies/lifecycle/deprecation-report.ts";
 import { reportToCsv } from "../policies/lifecycle/deprecation-report-formats.ts";
-import { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
+import lifecycle, { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
+import { loadConfig } from "../src/config.ts";
 import { loadApiDescription } from "../src/openapi.ts";
-import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
+import { optionsOf } from "../src/policy.ts";
+import { DEFAULT_CONFIG_FILE } from "../src/project-files.ts";
 
-const USAGE = `usage: deprecation-report [--format json|csv] [--now <ISO date>] [--openapi <file>] [file ...]
+const USAGE = `usage: deprecation-report [--format json|csv] [--now <ISO date>] [--openapi <file>] [--config <file>] [file ...]
 Reads gateway log lines (JSON, one per line; a prefix before the JSON is ignored) from the files
 or, without any (or with -), from stdin, and prints who called each deprecated operation.
   --format   json (default) or csv
   --now      the instant days-to-sunset is counted from (default: now)
-  --openapi  the OpenAPI description that dates the deprecations (default: OPENAPI_FILE or config/openapi.json)`;
+  --openapi  the OpenAPI description that marks the deprecations (default: the config's openapi,
+             OPENAPI_FILE or config/openapi.json)
+  --config   the gateway config, whose policies.lifecycle.operations may date them (default:
+             GATEWAY_CONFIG or config/gateway.json)`;
 
 async function main(): Promise<number> {
   let parsed: ReturnType<typeof parse>;
@@ -44,8 +50,18 @@ async function main(): Promise<number> {
     process.stderr.write(`deprecation-report: --now ${values.now} is not a date\n`);
     return 2;
   }
-  const api = loadApiDescription(values.openapi ?? (process.env.OPENAPI_FILE || DEFAULT_OPENAPI_FILE));
-  const facts = [...readLifecycle(api).deprecations.values()].map((d) => deprecationFacts(d, api.basePath));
+  // The dates as the gateway has them: the document's extension merged with the config's, by the same function.
+  const config = loadConfig({
+    policies,
+    env: {
+      ...process.env,
+      GATEWAY_CONFIG: values.config ?? (process.env.GATEWAY_CONFIG || DEFAULT_CONFIG_FILE),
+    },
+    ...(values.openapi === undefined ? {} : { overrides: { openapi: values.openapi } }),
+  });
+  const api = loadApiDescription(config.openapi);
+  const { deprecations } = readLifecycle(api, optionsOf(config, lifecycle)?.operations);
+  const facts = [...deprecations.values()].map((d) => deprecationFacts(d, api.basePath));
 
   const tally = new CallerTally();
   let lines = 0;
@@ -71,6 +87,7 @@ function parse() {
       format: { type: "string" },
       now: { type: "string" },
       openapi: { type: "string" },
+      config: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
