@@ -539,13 +539,14 @@ describe("the drift report across worker processes", () => {
     const instance = (
       responseContract as unknown as { create(o: unknown, c: unknown): PolicyInstance }
     ).create(
-      { mode: "report", operations: {}, recentPerOperation: 2 },
+      { mode: "report", operations: {}, recentPerOperation: 2, rules: {} },
       {
         api: loadApiDescription(DEFAULT_OPENAPI_FILE),
         logger: pino({ level: "silent" }),
         metrics: createMetrics({ defaultMetrics: false }),
         environment: "production",
         now: () => 0,
+        optionsOf: () => undefined,
       },
     );
     const collect = instance.collectReports?.["/contract/violations"] as () => ContractReport;
@@ -593,7 +594,7 @@ describe("the drift report across worker processes", () => {
         },
       },
     };
-    const options = { mode: "report" as const, operations: {}, recentPerOperation: 2 };
+    const options = { mode: "report" as const, operations: {}, recentPerOperation: 2, rules: {} };
     const merged = (report.merge([a, b, collect()], options) as ContractReport).operations.listPets;
     assert.equal(merged?.violations, 7);
     assert.deepEqual(merged?.byRule, { "schema:type": 6, "page-size": 1 });
