@@ -179,7 +179,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
           pointer: exchange.redact(raw.pointer),
           message: exchange.redact(raw.message),
         };
-        violations.labels(operation, violation.rule, plan.mode).inc();
+        violations.labels(operation, violation.rule, mode).inc();
         logger.warn(
           {
             reqId: exchange.requestId,
@@ -189,7 +189,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
             pointer: violation.pointer,
             message: violation.message,
             excerpt: violation.excerpt,
-            mode: plan.mode,
+            mode,
             action,
           },
           "contract violation",
@@ -201,7 +201,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
           pointer: violation.pointer,
           message: violation.message,
           excerpt: violation.excerpt,
-          mode: plan.mode,
+          mode,
           action,
         });
       }
