@@ -56,7 +56,7 @@ function operationText(operation: PlannedOperation): string[] {
 }
 
 function parameterText(parameter: PlannedParameter): string {
-  if (!parameter.checked) return `${parameter.name} (${parameter.in}): not checked: ${parameter.reason}`;
+  if (!parameter.checked) return `${parameter.name} (${parameter.in}): not checked (${parameter.reason})`;
   const kind = [parameter.type, parameter.format].filter((part) => part !== undefined).join(" ");
   const facts: string[] = [];
   if (parameter.default !== undefined) facts.push(`default ${JSON.stringify(parameter.default)}`);

@@ -65,7 +65,7 @@ export interface PlanOptions {
 }
 
 export const UNCHECKED_PARAMETER_REASON =
-  "header and cookie parameters are not checked: they reach the backend as the client sent them";
+  "the gateway checks path and query parameters only; headers and cookies reach the backend as the client sent them";
 
 /**
  * The plan, or the ConfigError / ApiDescriptionError that start-up would stop with (a policy's
@@ -134,7 +134,7 @@ function coreWarnings(api: ApiDescription): GatewayPlan["warnings"] {
     );
     warnings.push({
       warning: "parameters-not-checked",
-      message: `${UNCHECKED_PARAMETER_REASON}: ${named.join(", ")}`,
+      message: `header and cookie parameters are not checked (${UNCHECKED_PARAMETER_REASON}): ${named.join(", ")}`,
       operations: unchecked.map((operation) => operation.id),
       policy: undefined,
     });

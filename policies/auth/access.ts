@@ -30,7 +30,7 @@ export function accessOf(api: ApiDescription): Access {
       : [
           {
             warning: "security-not-bearer",
-            message: `a bearer key is required where the document asks for none or another scheme: ${unlike
+            message: `a bearer key is required where the document asks for none or for another scheme: ${unlike
               .map((operation) => `${operation.id} (${byId.get(operation.id)?.unlike})`)
               .join(", ")}`,
             operations: unlike.map((operation) => operation.id),
@@ -41,7 +41,7 @@ export function accessOf(api: ApiDescription): Access {
 
 function judge(operation: Operation): OperationAccess {
   const { declaredBy, alternatives } = operation.security;
-  if (declaredBy === "none") return { public: false, unlike: "no security requirement" };
+  if (declaredBy === "none") return { public: false, unlike: "no security" };
   if (alternatives.length === 0) {
     return declaredBy === "operation"
       ? PUBLIC

@@ -132,7 +132,7 @@ export default definePolicy<AuthOptions, AuthMetrics>({
           };
         }
         const line = unlike
-          ? `needs a bearer key (the document asks for ${unlike}: not enforced as written, a bearer key is)`
+          ? `needs a bearer key (the document says ${unlike}; a bearer key is required instead)`
           : "needs a bearer key";
         return { text: [line], data: { key: "bearer", ...(unlike ? { documentAsks: unlike } : {}) } };
       },
