@@ -2,6 +2,7 @@
 // Content-Type names one: compared by their essence (type/subtype, case-insensitive), so that
 // `application/json; charset=utf-8` is application/json, and the most specific declared key wins
 // as OpenAPI says (`application/json` before `application/*` before `*/*`).
+import { JSON_FAMILY_MEDIA_TYPE } from "./untrusted-text.ts";
 
 /** type/subtype in lower case, without parameters ("" when there is none). */
 export function mediaTypeEssence(value: string): string {
@@ -11,8 +12,8 @@ export function mediaTypeEssence(value: string): string {
 
 /** application/json or a structured +json type (application/merge-patch+json, application/vnd.x+json). */
 export function isJsonMediaType(value: string): boolean {
-  const essence = mediaTypeEssence(value);
-  return essence === "application/json" || /^[a-z0-9!#$&^_.-]+\/[a-z0-9!#$&^_.+-]*\+json$/.test(essence);
+  // The one judged pattern for a JSON media type (untrusted-text.ts), on the essence alone.
+  return JSON_FAMILY_MEDIA_TYPE.test(mediaTypeEssence(value));
 }
 
 /** A declared key with a wildcard (`application/*`, `*\/*`): it may receive JSON. */
