@@ -12,7 +12,7 @@ import type { NamedPolicy } from "./pipeline/chains.ts";
 import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
 import { answerClientError, answerConnect, answerOpsClientError } from "./pipeline/local-replies.ts";
 import { watchSends } from "./pipeline/send-watchdog.ts";
-import { planGateway } from "./plan.ts";
+import { type GatewayPlan, planGateway } from "./plan.ts";
 import type { AnyPolicyDefinition, PolicyContext, PolicyDefinition, PolicyInstance } from "./policy.ts";
 import { ConfigError } from "./startup-errors.ts";
 
@@ -27,6 +27,8 @@ export interface GatewayOptions {
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   readonly now?: () => number;
+  /** Log the plan's warnings (default true); a cluster's workers leave them to the primary, which logs them once. */
+  readonly startupWarnings?: boolean;
 }
 
 export interface Gateway {
@@ -68,9 +70,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     environment: options.environment,
     now,
   });
-  for (const { warning, message, policy, operations, fixes } of plan.warnings) {
-    logger.warn({ warning, policy, operations, fixes }, message);
-  }
+  if (options.startupWarnings ?? true) logPlanWarnings(logger, plan);
   const context: PolicyContext = {
     api,
     logger,
@@ -153,6 +153,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       await Promise.all(instances.map((instance) => instance.close?.()));
     },
   };
+}
+
+/** Each thing the document asks that the gateway will not do as written: one warn line. */
+export function logPlanWarnings(logger: Logger, plan: GatewayPlan): void {
+  for (const { warning, message, policy, operations, fixes } of plan.warnings) {
+    logger.warn({ warning, policy, operations, fixes }, message);
+  }
 }
 
 export interface BuiltGateway {
