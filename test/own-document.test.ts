@@ -163,7 +163,8 @@ describe("a team's own document, without the gateway's extensions, in front of t
   });
 });
 
-describe("npm run plan", () => {
+// Each test runs its own processes: they may run side by side.
+describe("npm run plan", { concurrency: true }, () => {
   const NOW = "2026-11-25T00:00:00Z";
 
   test("on the project's document: every operation, its key, bounds, stated rules and days to the sunset", async () => {
@@ -258,8 +259,10 @@ describe("npm run plan", () => {
       upstream: { url: "http://127.0.0.1:9/v1" },
       policies: { auth: { keysFile }, lifecycle: { operations: { getPet: { since: SINCE } } } },
     });
-    const plan = await run(["scripts/plan.ts", "--config", config]);
-    const gateway = await run([...GATEWAY_PROGRAM], { GATEWAY_CONFIG: config });
+    const [plan, gateway] = await Promise.all([
+      run(["scripts/plan.ts", "--config", config]),
+      run([...GATEWAY_PROGRAM], { GATEWAY_CONFIG: config }),
+    ]);
     assert.equal(plan.code, 1);
     assert.equal(gateway.code, 1);
     assert.equal(plan.stdout, "");
