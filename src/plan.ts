@@ -175,15 +175,20 @@ function parametersOf(operation: Operation): PlannedParameter[] {
 function describeParameter(spec: ParameterSpec): PlannedParameter {
   const { schema } = spec;
   const number = (key: string) => (typeof schema[key] === "number" ? (schema[key] as number) : undefined);
-  const facts: Record<string, unknown> = { name: spec.name, in: spec.in, required: spec.required };
-  if (spec.type !== undefined) facts.type = spec.type;
-  if (spec.format !== undefined) facts.format = spec.format;
-  if (schema.default !== undefined) facts.default = schema.default;
-  if (number("minimum") !== undefined) facts.minimum = number("minimum");
-  if (number("maximum") !== undefined) facts.maximum = number("maximum");
-  if (Array.isArray(schema.enum)) facts.enum = schema.enum;
-  facts.checked = true;
-  return facts as unknown as PlannedParameter;
+  const minimum = number("minimum");
+  const maximum = number("maximum");
+  return {
+    name: spec.name,
+    in: spec.in,
+    required: spec.required,
+    ...(spec.type === undefined ? {} : { type: spec.type }),
+    ...(spec.format === undefined ? {} : { format: spec.format }),
+    ...(schema.default === undefined ? {} : { default: schema.default }),
+    ...(minimum === undefined ? {} : { minimum }),
+    ...(maximum === undefined ? {} : { maximum }),
+    ...(Array.isArray(schema.enum) ? { enum: schema.enum } : {}),
+    checked: true,
+  };
 }
 
 function requestBodyOf(operation: Operation, api: ApiDescription): PlannedOperation["requestBody"] {

@@ -12,7 +12,7 @@
 import type { JSONSchemaType } from "ajv";
 import { Counter } from "prom-client";
 import { declareErrors, type GatewayError } from "../../src/errors.ts";
-import type { ApiDescription, Operation } from "../../src/openapi.ts";
+import type { Operation } from "../../src/openapi.ts";
 import { definePolicy, type Exchange, type PlanContext } from "../../src/policy.ts";
 import limit from "../limit/index.ts";
 import { confirmingLine, inferRules } from "./inference.ts";
@@ -258,7 +258,7 @@ function contractOf(options: ResponseContractOptions, context: PlanContext) {
   for (const operation of api.operations) {
     const stated = statedRules(operation, options.rules[operation.id], validateRules) ?? {
       source: "inferred",
-      entries: inferRules(operation, api as ApiDescription, pageSizeParameters),
+      entries: inferRules(operation, api, pageSizeParameters),
     };
     // Compiled here too, so that a rule naming what the operation lacks stops the plan as it stops start-up.
     planOperation(operation, "report", stated);
