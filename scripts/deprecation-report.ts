@@ -8,22 +8,28 @@
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
+import policies from "../policies/index.ts";
 import { DailyCalls, recordLogLine } from "../policies/lifecycle/deprecation-log-lines.ts";
 import { DEFAULT_QUIET_DAYS, renderDeprecationPage } from "../policies/lifecycle/deprecation-page.ts";
 import { CallerTally } from "../policies/lifecycle/deprecation-report.ts";
 import { reportToCsv } from "../policies/lifecycle/deprecation-report-formats.ts";
-import { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
+import lifecycle, { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
 import { ViolationTally } from "../policies/response-contract/violation-log-lines.ts";
+import { loadConfig } from "../src/config.ts";
 import { loadApiDescription } from "../src/openapi.ts";
-import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
+import { optionsOf } from "../src/policy.ts";
+import { DEFAULT_CONFIG_FILE } from "../src/project-files.ts";
 
-const USAGE = `usage: deprecation-report [--format json|csv|html] [--now <ISO date>] [--openapi <file>] [file ...]
+const USAGE = `usage: deprecation-report [--format json|csv|html] [--now <ISO date>] [--openapi <file>] [--config <file>] [file ...]
 Reads gateway log lines (JSON, one per line; a prefix before the JSON is ignored) from the files
 or, without any (or with -), from stdin, and prints who called each deprecated operation.
   --format      json (default), csv, or html: one self-contained page for the API owner
   --quiet-days  html: a consumer whose last call is older than this many days shows as migrated (default 14)
   --now         the instant days-to-sunset is counted from (default: now)
-  --openapi  the OpenAPI description that dates the deprecations (default: OPENAPI_FILE or config/openapi.json)`;
+  --openapi     the OpenAPI description that marks the deprecations (default: the config's openapi,
+                OPENAPI_FILE or config/openapi.json)
+  --config      the gateway config, whose policies.lifecycle.operations may date them (default:
+                GATEWAY_CONFIG or config/gateway.json)`;
 
 /** Recent contract violations the page shows per operation, one per rule and place. */
 const RECENT_VIOLATIONS_SHOWN = 5;
@@ -56,8 +62,18 @@ async function main(): Promise<number> {
     process.stderr.write(`deprecation-report: --now ${values.now} is not a date\n`);
     return 2;
   }
-  const api = loadApiDescription(values.openapi ?? (process.env.OPENAPI_FILE || DEFAULT_OPENAPI_FILE));
-  const facts = [...readLifecycle(api).deprecations.values()].map((d) => deprecationFacts(d, api.basePath));
+  // The dates as the gateway has them: the document's extension merged with the config's, by the same function.
+  const config = loadConfig({
+    policies,
+    env: {
+      ...process.env,
+      GATEWAY_CONFIG: values.config ?? (process.env.GATEWAY_CONFIG || DEFAULT_CONFIG_FILE),
+    },
+    ...(values.openapi === undefined ? {} : { overrides: { openapi: values.openapi } }),
+  });
+  const api = loadApiDescription(config.openapi, { basePath: config.basePath });
+  const { deprecations } = readLifecycle(api, optionsOf(config, lifecycle)?.operations);
+  const facts = [...deprecations.values()].map((d) => deprecationFacts(d, api.basePath));
 
   const tally = new CallerTally();
   // The page's extras: the day bars and the contract violations of the same lines.
@@ -100,6 +116,7 @@ function parse() {
       now: { type: "string" },
       "quiet-days": { type: "string" },
       openapi: { type: "string" },
+      config: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });

@@ -12,7 +12,8 @@ import type { NamedPolicy } from "./pipeline/chains.ts";
 import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
 import { answerClientError, answerConnect, answerOpsClientError } from "./pipeline/local-replies.ts";
 import { watchSends } from "./pipeline/send-watchdog.ts";
-import type { AnyPolicyDefinition, PolicyContext, PolicyInstance } from "./policy.ts";
+import { type GatewayPlan, planGateway } from "./plan.ts";
+import type { AnyPolicyDefinition, PolicyContext, PolicyDefinition, PolicyInstance } from "./policy.ts";
 import { ConfigError } from "./startup-errors.ts";
 
 export interface GatewayOptions {
@@ -26,6 +27,8 @@ export interface GatewayOptions {
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   readonly now?: () => number;
+  /** Log the plan's warnings (default true); a cluster's workers leave them to the primary, which logs them once. */
+  readonly startupWarnings?: boolean;
 }
 
 export interface Gateway {
@@ -57,11 +60,24 @@ export function createGateway(options: GatewayOptions): Gateway {
   const logger = options.logger ?? createLogger(config.log.level).logger;
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: true });
   const api = loadApiDescription(config.openapi, { basePath: config.basePath });
+  const now = options.now ?? Date.now;
+  // What `npm run plan` prints, by the same functions: what the document asks for and the
+  // gateway will not do as asked is said once, at start-up, one warn line each.
+  const plan = planGateway({
+    api,
+    config,
+    policies: options.policies,
+    environment: options.environment,
+    now,
+  });
+  if (options.startupWarnings ?? true) logPlanWarnings(logger, plan);
   const context: PolicyContext = {
     api,
     logger,
     environment: options.environment,
-    now: options.now ?? Date.now,
+    now,
+    optionsOf: <Options, Instruments>(definition: PolicyDefinition<Options, Instruments>) =>
+      config.policies[definition.name] as Options | undefined,
     responseHeaders: () => [
       ...new Set([
         ...CORE_RESPONSE_HEADERS,
@@ -137,6 +153,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       await Promise.all(instances.map((instance) => instance.close?.()));
     },
   };
+}
+
+/** Each thing the document asks that the gateway will not do as written: one warn line. */
+export function logPlanWarnings(logger: Logger, plan: GatewayPlan): void {
+  for (const { warning, message, policy, operations, fixes } of plan.warnings) {
+    logger.warn({ warning, policy, operations, fixes }, message);
+  }
 }
 
 export interface BuiltGateway {

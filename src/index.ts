@@ -15,7 +15,18 @@ export {
 export { createLogger } from "./logger.ts";
 export { createMetrics, type Metrics } from "./metrics.ts";
 export { type ApiDescription, loadApiDescription, type Operation } from "./openapi.ts";
-export type { Exchange, OperationPolicy, PolicyContext, PolicyDefinition, PolicyInstance } from "./policy.ts";
+export { type GatewayPlan, planGateway } from "./plan.ts";
+export type {
+  Exchange,
+  OperationPlanFacts,
+  OperationPolicy,
+  PlanContext,
+  PlanWarning,
+  PolicyContext,
+  PolicyDefinition,
+  PolicyInstance,
+  PolicyPlan,
+} from "./policy.ts";
 export { definePolicy } from "./policy.ts";
 export { DEFAULT_CONFIG_FILE, DEFAULT_OPENAPI_FILE } from "./project-files.ts";
 export {

@@ -1,9 +1,11 @@
 // Loads the OpenAPI description once and compiles everything the gateway needs from it:
 // operations, routes, parameter specs and ajv validators. Nothing is compiled per request.
 import type { ValidateFunction } from "ajv";
+import { isJsonMediaType, isWildcardMediaType, jsonMediaTypeOf } from "./media-types.ts";
 import { accessView, addAccessKeywords, type Direction, marksAny } from "./openapi/access-views.ts";
 import { openapiVersion, translateSchemas30 } from "./openapi/from-3.0.ts";
 import { readApiDocument } from "./openapi/read-document.ts";
+import { type OperationSecurity, securityOf } from "./openapi-security.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ApiDescriptionError } from "./startup-errors.ts";
 
@@ -28,13 +30,34 @@ const ERROR_SCHEMA_REF = "#/components/schemas/Error";
 
 export interface RequestBodySpec {
   readonly required: boolean;
+  /** The keys of `content`, as written. */
   readonly mediaTypes: readonly string[];
+  /** Each declared media type; a JSON one (or a wildcard) with the validator of its schema. */
+  readonly content: readonly MediaTypeSpec[];
+  /** The validator of the JSON media type's schema (application/json, else the first +json). */
   readonly validate: ValidateFunction | undefined;
+}
+
+export interface MediaTypeSpec {
+  readonly mediaType: string;
+  /** application/json or a +json type: the body is read as JSON. */
+  readonly json: boolean;
+  /** The schema as the document writes it ($refs unresolved), for describing it. */
+  readonly schema: unknown;
+  readonly validate: ValidateFunction | undefined;
+}
+
+/** A parameter the gateway does not check (header, cookie): it reaches the backend as sent. */
+export interface UncheckedParameter {
+  readonly name: string;
+  readonly in: "header" | "cookie";
 }
 
 export interface ResponseSpec {
   readonly status: string; // "200", "4XX" or "default", as written in the document
   readonly validate: ValidateFunction | undefined;
+  /** The JSON answer's schema as the document writes it ($refs unresolved). */
+  readonly schema: unknown;
   /** The answer is the interface's Error object (components.schemas.Error), whose status is the HTTP status. */
   readonly errorObject: boolean;
 }
@@ -48,6 +71,10 @@ export interface Operation {
   readonly extensions: Readonly<Record<string, unknown>>;
   readonly queryParameters: ReadonlyMap<string, ParameterSpec>;
   readonly pathParameters: readonly ParameterSpec[];
+  /** Header and cookie parameters: declared, not checked. */
+  readonly uncheckedParameters: readonly UncheckedParameter[];
+  /** What the document asks callers to present (the auth policy decides what is enforced). */
+  readonly security: OperationSecurity;
   readonly requestBody: RequestBodySpec | undefined;
   readonly responses: ReadonlyMap<string, ResponseSpec>;
 }
@@ -59,6 +86,8 @@ export interface ApiDescription {
   readonly basePath: string;
   readonly operations: readonly Operation[];
   readonly validateError: ValidateFunction;
+  /** components.schemas as the document writes them, to follow a schema's $ref when describing it. */
+  readonly schemas: Readonly<Record<string, unknown>>;
   operation(id: string): Operation | undefined;
 }
 
@@ -151,6 +180,7 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
       seenIds.add(id);
 
       const parameters = new Map<string, ParameterSpec>();
+      const uncheckedParameters: UncheckedParameter[] = [];
       for (const [index, value] of [
         ...sharedParameters,
         ...((operation.parameters as Json[]) ?? []),
@@ -160,7 +190,10 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
         const location = parameter.in;
         if (typeof name !== "string") throw new Error(`${where}.parameters[${index}]: name is required`);
         if (location !== "query" && location !== "path") {
-          if (location === "header" || location === "cookie") continue;
+          if (location === "header" || location === "cookie") {
+            uncheckedParameters.push({ name, in: location });
+            continue;
+          }
           throw new Error(`${where}.parameters.${name}: "in" must be query, path, header or cookie`);
         }
         const schema = resolve(parameter.schema, `${where}.parameters.${name}.schema`) ?? {};
@@ -185,12 +218,26 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
       const body = resolve(operation.requestBody, `${where}.requestBody`);
       if (body) {
         const content = asObject(body.content, `${where}.requestBody.content`) ?? {};
-        const json = asObject(content["application/json"], `${where}.requestBody.content`);
+        const jsonType = jsonMediaTypeOf(Object.keys(content));
+        const media = Object.entries(content).map(([mediaType, value]): MediaTypeSpec => {
+          const entry = asObject(value, `${where}.requestBody.content`);
+          const json = isJsonMediaType(mediaType);
+          // Only a body read as JSON is checked against a schema; another media type passes as sent.
+          const checked = entry?.schema !== undefined && (json || isWildcardMediaType(mediaType));
+          return {
+            mediaType,
+            json,
+            schema: entry?.schema,
+            validate: checked
+              ? compile(entry.schema as Json, `${where}.requestBody.content.${mediaType}`, "request")
+              : undefined,
+          };
+        });
         requestBody = {
           required: body.required === true,
           mediaTypes: Object.keys(content),
-          validate:
-            json?.schema === undefined ? undefined : compile(json.schema, `${where}.requestBody`, "request"),
+          content: media,
+          validate: media.find((entry) => entry.mediaType === jsonType)?.validate,
         };
       }
 
@@ -200,13 +247,16 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
       )) {
         const response = resolve(value, `${where}.responses.${status}`) ?? {};
         const content = asObject(response.content, `${where}.responses.${status}.content`);
-        const json = content && asObject(content["application/json"], `${where}.responses.${status}`);
+        const jsonType = content && jsonMediaTypeOf(Object.keys(content));
+        const json =
+          jsonType === undefined ? undefined : asObject(content?.[jsonType], `${where}.responses.${status}`);
         responses.set(status, {
           status,
           validate:
             json?.schema === undefined
               ? undefined
               : compile(json.schema, `${where}.responses.${status}`, "response"),
+          schema: json?.schema,
           errorObject: (json?.schema as JsonObject | undefined)?.$ref === ERROR_SCHEMA_REF,
         });
       }
@@ -224,6 +274,8 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
             [...parameters.values()].filter((p) => p.in === "query").map((p) => [p.name, p] as const),
           ),
           pathParameters,
+          uncheckedParameters,
+          security: securityOf(operation.security, document.security, components.securitySchemes, where),
           requestBody,
           responses,
         }),
@@ -242,6 +294,7 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
     basePath,
     operations,
     validateError: compile({ $ref: ERROR_SCHEMA_REF }, "components.schemas.Error"),
+    schemas,
     operation: (id: string) => byId.get(id),
   });
 }

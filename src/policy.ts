@@ -136,13 +136,55 @@ export interface PolicyInstance {
   close?(): void | Promise<void>;
 }
 
-export interface PolicyContext {
+/**
+ * What a policy will do with one operation, said before anything starts: `npm run plan` prints it.
+ * The text lines are for people; data is the same as JSON, under the policy's name.
+ */
+export interface OperationPlanFacts {
+  /** The policy lets anyone call the operation, with no credential (the plan lists these first). */
+  readonly public?: boolean;
+  readonly text: readonly string[];
+  readonly data: unknown;
+}
+
+/**
+ * Something the document or the config asks for that the gateway will not do as asked: logged at
+ * start-up as one warn line (msg: message, warning: the code), and listed by the plan.
+ */
+export interface PlanWarning {
+  /** Stable, for log filters: "security-not-bearer". */
+  readonly warning: string;
+  readonly message: string;
+  /** The operationIds it concerns. */
+  readonly operations: readonly string[];
+  /** Config lines that settle it (e.g. the date a deprecation lacks). */
+  readonly fixes?: readonly string[];
+}
+
+/** A policy's plan: built by the same functions create() uses, so it says what create() will do. */
+export interface PolicyPlan {
+  /** What it does to the operation; undefined when it does nothing there. */
+  operation?(operation: Operation): OperationPlanFacts | undefined;
+  readonly warnings?: readonly PlanWarning[];
+}
+
+/** What a plan may read: the description, the clock, the environment and the validated config's options. */
+export interface PlanContext {
   readonly api: ApiDescription;
-  readonly logger: Logger;
   /** "production", "staging", or "demo" when the bundled demo backend is served. */
   readonly environment: string;
   /** Milliseconds since the epoch; injectable so tests never wait for a real date. */
   now(): number;
+  /**
+   * Another policy's validated options, for a policy that builds on another's setting (the
+   * response contract infers a page-size rule from the parameters limit clamps); undefined when
+   * the config was validated without it.
+   */
+  optionsOf<Options, Instruments>(definition: PolicyDefinition<Options, Instruments>): Options | undefined;
+}
+
+export interface PolicyContext extends PlanContext {
+  readonly logger: Logger;
   /**
    * Every response header the core and the policies add to answers. Complete once every policy
    * is created: read it while serving, not in create().
@@ -179,6 +221,12 @@ export interface PolicyDefinition<Options, Instruments = undefined> {
   metrics?(registry: Registry): Instruments;
   /** Reports on the ops port, by path ("/deprecations"): how parts merge and render. */
   readonly opsReports?: Readonly<Record<string, OpsReport<unknown, Options>>>;
+  /**
+   * What the policy will enforce with these options on this description, without creating it:
+   * `npm run plan` prints it and start-up logs its warnings. Throws what create() would for a
+   * document or options it cannot use, so that the plan refuses what start-up refuses.
+   */
+  plan?(options: Options, context: PlanContext): PolicyPlan;
   create(options: Options, context: PolicyContext, instruments: Instruments): PolicyInstance;
 }
 
@@ -195,6 +243,7 @@ export interface AnyPolicyDefinition {
   readonly errors?: PolicyErrors;
   metrics?(registry: Registry): unknown;
   readonly opsReports?: Readonly<Record<string, OpsReport>>;
+  plan?(options: unknown, context: PlanContext): PolicyPlan;
   create(options: unknown, context: PolicyContext, instruments: unknown): PolicyInstance;
 }
 

@@ -28,6 +28,8 @@ export interface ServeOptions {
   readonly ops: boolean;
   /** Runs after the servers closed, before the logs are flushed (e.g. stop the demo backend). */
   readonly onStopped?: () => Promise<void>;
+  /** Log the plan's warnings at start-up (default true): a cluster's primary does, once, not each worker. */
+  readonly startupWarnings?: boolean;
 }
 
 export interface Serving {
@@ -47,6 +49,7 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     upstreamUrl: setup.upstreamUrl,
     environment: setup.environment,
     logger,
+    startupWarnings: options.startupWarnings ?? true,
   });
   await Promise.all([listen(server, config, "public"), options.ops && listen(opsServer, config, "ops")]);
 

@@ -16,8 +16,6 @@ import { isKeyCharacter, REDACTED } from "./redaction.ts";
 export const NON_CANONICAL_PATH = /[%\\;\u0000-\u0020\u007f]|\/\/|\/\.\.?(?:\/|$)/;
 /** A client's X-Request-Id that the gateway keeps (any other is replaced). */
 export const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
-/** A request body's Content-Type the gateway reads as JSON. */
-export const JSON_MEDIA_TYPE = /^application\/json\s*(?:;|$)/i;
 /** An answer's Content-Type the gateway reads as JSON: application/json or a +json type. */
 export const JSON_FAMILY_MEDIA_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
 /** An integer as a parameter or a JSON number may write it: no sign but "-", no leading zero. */

@@ -723,13 +723,7 @@ describe("a document the lifecycle cannot honour stops start-up with a message n
     );
   });
 
-  test("deprecated without a date, a date without deprecated, an unknown stability", async () => {
-    await refuses(
-      documentWith("no-extension", (getPet) => {
-        delete getPet["x-gateway-deprecation"];
-      }),
-      /operation getPet .*deprecated: true needs x-gateway-deprecation/,
-    );
+  test("a date without deprecated, an unknown stability", async () => {
     await refuses(
       documentWith("not-deprecated", (getPet) => {
         delete getPet.deprecated;
@@ -803,3 +797,79 @@ async function runReportCommand(
   const [code] = (await once(child, "exit")) as [number];
   return { code, stdout, stderr };
 }
+
+describe("deprecated: true with no date anywhere (a team's own document)", () => {
+  let backend: BackendProcess;
+  let gw: TestGateway;
+  before(async () => {
+    backend = await startDemoBackendProcess();
+    gw = await startGateway({
+      upstreamUrl: backend.url,
+      config: {
+        openapi: join(PROJECT_ROOT, "test/fixtures/openapi-own.json"),
+        policies: { auth: { keysFile } },
+      },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await backend.close();
+  });
+
+  test("is tracked with no Deprecation or Sunset header, and start-up names the config line that dates it", async () => {
+    const answer = await request(`${gw.url}/pets/1`, { key: acme });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.deprecation, undefined, "RFC 9745 has no undated form");
+    assert.equal(answer.headers.sunset, undefined);
+    const [call] = gw.logs.messages("deprecated call");
+    assert.equal(call?.operation, "getPet");
+    assert.equal(call?.consumer, "acme");
+    const report = (await request(`${gw.opsUrl}/deprecations`)).json<DeprecationReport>();
+    assert.equal(report.operations[0]?.since, null);
+    assert.equal(report.operations[0]?.calls, 1);
+    const warnings = gw.logs.lines.filter((line) => line.warning === "deprecation-undated");
+    assert.equal(warnings.length, 1);
+    assert.deepEqual(warnings[0]?.fixes, [
+      '"policies": {"lifecycle":{"operations":{"getPet":{"since":"<RFC 3339 date-time>","sunset":"<RFC 3339 date-time>"}}}}',
+    ]);
+  });
+});
+
+test("the log command dates a deprecation from --config when the document says only deprecated: true", async () => {
+  const config = join(mkdtempSync(join(tmpdir(), "gw-report-config-")), "gateway.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      policies: {
+        lifecycle: {
+          operations: { getPet: { since: "2026-02-01T00:00:00Z", sunset: "2031-01-01T00:00:00Z" } },
+        },
+      },
+    }),
+  );
+  const line = JSON.stringify({
+    level: "info",
+    msg: "deprecated call",
+    operation: "getPet",
+    consumer: "acme",
+    calledAt: "2030-12-01T00:00:00.000Z",
+    userAgent: "acme-sync/2",
+  });
+  const { code, stdout, stderr } = await runReportCommand(
+    [
+      "--openapi",
+      join(PROJECT_ROOT, "test/fixtures/openapi-own.json"),
+      "--config",
+      config,
+      "--now",
+      "2030-12-31T00:00:00Z",
+    ],
+    `${line}\n`,
+  );
+  assert.equal(code, 0, stderr);
+  const [getPet] = (JSON.parse(stdout) as DeprecationReport).operations;
+  assert.equal(getPet?.since, "2026-02-01T00:00:00.000Z");
+  assert.equal(getPet?.sunset, "2031-01-01T00:00:00.000Z");
+  assert.equal(getPet?.daysToSunset, 1);
+  assert.equal(getPet?.calls, 1);
+});

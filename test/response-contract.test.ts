@@ -539,13 +539,14 @@ describe("the drift report across worker processes", () => {
     const instance = (
       responseContract as unknown as { create(o: unknown, c: unknown): PolicyInstance }
     ).create(
-      { mode: "report", operations: {}, recentPerOperation: 2 },
+      { mode: "report", operations: {}, recentPerOperation: 2, rules: {} },
       {
         api: loadApiDescription(DEFAULT_OPENAPI_FILE),
         logger: pino({ level: "silent" }),
         metrics: createMetrics({ defaultMetrics: false }),
         environment: "production",
         now: () => 0,
+        optionsOf: () => undefined,
       },
     );
     const collect = instance.collectReports?.["/contract/violations"] as () => ContractReport;
@@ -593,7 +594,7 @@ describe("the drift report across worker processes", () => {
         },
       },
     };
-    const options = { mode: "report" as const, operations: {}, recentPerOperation: 2 };
+    const options = { mode: "report" as const, operations: {}, recentPerOperation: 2, rules: {} };
     const merged = (report.merge([a, b, collect()], options) as ContractReport).operations.listPets;
     assert.equal(merged?.violations, 7);
     assert.deepEqual(merged?.byRule, { "schema:type": 6, "page-size": 1 });
@@ -716,6 +717,67 @@ describe("contract options", () => {
         config: { openapi: file, policies: { auth: { keysFile } } },
       }),
       /x-gateway-response-rules\/0: size is not a parameter of listPets/,
+    );
+  });
+});
+
+describe("rules a team's own document does not state", () => {
+  const OWN_DOCUMENT = join(import.meta.dirname, "fixtures/openapi-own.json");
+  let backend: ProgrammableBackend;
+  let inferred: TestGateway;
+  let stated: TestGateway;
+  before(async () => {
+    backend = await startProgrammableBackend();
+    const start = (responseContract: Record<string, unknown>) =>
+      startGateway({
+        upstreamUrl: backend.url,
+        config: { openapi: OWN_DOCUMENT, policies: { auth: { keysFile }, responseContract } },
+      });
+    inferred = await start({ mode: "enforce" });
+    stated = await start({
+      mode: "enforce",
+      rules: { listPets: [{ rule: "page-size", status: "200", parameter: "limit" }] },
+    });
+  });
+  after(async () => {
+    await inferred.close();
+    await stated.close();
+    await backend.close();
+  });
+
+  test("an inferred rule is only reported under enforce; once stated in the config it is enforced", async () => {
+    backend.behave(() => jsonAnswer(200, pets(3)));
+    const passed = await request(`${inferred.url}/pets?limit=1`);
+    assert.equal(passed.status, 200, "the inferred page-size rule does not refuse");
+    assert.equal(passed.json<unknown[]>().length, 3);
+    const samples = await scrape(inferred);
+    assert.equal(
+      sampleValue(samples, VIOLATIONS, { operation: "listPets", rule: "page-size", mode: "report" }),
+      1,
+    );
+    assert.equal(sampleValue(samples, VIOLATIONS, { mode: "enforce" }), 0);
+    const [line] = inferred.logs.messages("contract violation");
+    assert.equal(line?.action, "passed");
+
+    const refused = await request(`${stated.url}/pets?limit=1`);
+    assert.equal(refused.status, 502);
+    assert.match(refused.json<{ message: string }>().message, /page-size/);
+  });
+
+  test("the schema is still enforced where only the rules are inferred", async () => {
+    backend.behave(() => jsonAnswer(200, '[{"id":"one","name":"Rex","categoryId":1}]'));
+    assert.equal((await request(`${inferred.url}/pets`)).status, 502);
+  });
+
+  test("rules stated in the document and in the config for one operation stop start-up", async () => {
+    await assert.rejects(
+      startGateway({
+        upstreamUrl: "http://127.0.0.1:9/v1",
+        config: {
+          policies: { auth: { keysFile }, responseContract: { rules: { listPets: [] } } },
+        },
+      }),
+      /policies\.responseContract\.rules\.listPets: listPets states its rules in the document \(x-gateway-response-rules\) too/,
     );
   });
 });

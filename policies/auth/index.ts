@@ -1,14 +1,16 @@
-// Bearer API keys on every operation. Keys live in a file as SHA-256 digests only; a presented
+// Bearer API keys on every operation the document does not make public (`security: []` on the
+// operation itself: access.ts). Keys live in a file as SHA-256 digests only; a presented
 // key is hashed and looked up by its digest in a hash table, so the lookup costs the same for 1
 // key or 100,000, and what its timing could reveal is the digest of the attacker's own guess.
 import { hash } from "node:crypto";
 import type { JSONSchemaType } from "ajv";
 import { Counter, Gauge } from "prom-client";
 import { declareErrors } from "../../src/errors.ts";
-import { definePolicy } from "../../src/policy.ts";
+import { definePolicy, type OperationPolicy } from "../../src/policy.ts";
 import { credentialsOf } from "../../src/redaction.ts";
 import { ConfigError } from "../../src/startup-errors.ts";
 import { bearerCredential } from "../../src/untrusted-text.ts";
+import { accessOf } from "./access.ts";
 import { digestPrefix } from "./key-file.ts";
 import { openKeyStore } from "./key-store.ts";
 import { sameDigest } from "./key-table.ts";
@@ -52,7 +54,8 @@ const optionsSchema: JSONSchemaType<AuthOptions> = {
   type: "object",
   additionalProperties: false,
   required: [],
-  description: "Bearer API keys on every operation, checked against a file of their SHA-256 digests",
+  description:
+    "Bearer API keys on every operation but those the document makes public, checked against a file of their SHA-256 digests",
   properties: {
     keysFile: {
       type: "string",
@@ -115,7 +118,27 @@ export default definePolicy<AuthOptions, AuthMetrics>({
       registers: [registry],
     }),
   }),
-  create(options, { logger, now }, metrics) {
+  plan(_options, { api }) {
+    const access = accessOf(api);
+    return {
+      warnings: access.warnings,
+      operation(operation) {
+        const { public: open, unlike } = access.of(operation);
+        if (open) {
+          return {
+            public: true,
+            text: ["public: no key needed (the operation says security: [])"],
+            data: { key: "none" },
+          };
+        }
+        const line = unlike
+          ? `needs a bearer key (the document says ${unlike}; a bearer key is required instead)`
+          : "needs a bearer key";
+        return { text: [line], data: { key: "bearer", ...(unlike ? { documentAsks: unlike } : {}) } };
+      },
+    };
+  },
+  create(options, { api, logger, now }, metrics) {
     const { keysFile, consumerHeader: header, upstreamAuthorization: mode } = options;
     if (keysFile === undefined) {
       throw new ConfigError(
@@ -130,6 +153,8 @@ export default definePolicy<AuthOptions, AuthMetrics>({
     const upstreamParts = credentialsOf(upstreamCredential);
 
     const store = openKeyStore({ keysFile, reloadIntervalMs: options.reloadIntervalMs, logger, metrics });
+    const access = accessOf(api);
+    const authenticated = authenticate(header, mode, upstreamCredential, store, now);
 
     return {
       reload: store.reload,
@@ -143,48 +168,72 @@ export default definePolicy<AuthOptions, AuthMetrics>({
         const { entries } = store.current();
         return entries.has(keyDigest(value)) || entries.has(value.toLowerCase());
       },
-      forOperation: () => ({
-        onRequest(exchange) {
-          const headers = exchange.req.headers;
-          // Only the gateway says who the consumer is.
-          delete headers[header];
-          const authorization = headers.authorization;
-          const key = authorization === undefined ? undefined : bearerCredential(authorization);
-          if (key === undefined) {
-            exchange.notes.authFailure = authorization === undefined ? "no header" : "not bearer";
-            return MISSING;
-          }
-          if (key === "") {
-            exchange.notes.authFailure = "empty key";
-            return INVALID;
-          }
-          const digest = keyDigest(key);
-          const keys = store.current();
-          const entry = keys.entries.get(digest);
-          // The table found the entry by the whole digest already; the comparison stays
-          // constant-time should the table ever be keyed by less.
-          if (entry === undefined || !sameDigest(keys.digests, entry.at, digest)) {
-            exchange.notes.authFailure = "unknown key";
-            return INVALID;
-          }
-          if (entry.notAfter !== undefined && now() > entry.notAfter) {
-            // Whose key expired helps the operator; the client learns only that it is invalid.
-            exchange.notes.authFailure = "expired key";
-            exchange.notes.keyConsumer = entry.consumer;
-            exchange.notes.keyDigest = digestPrefix(digest);
-            return INVALID;
-          }
-          exchange.identify(entry.consumer);
-          headers[header] = entry.consumer;
-          if (mode === "strip") delete headers.authorization;
-          else if (mode === "replace") headers.authorization = upstreamCredential;
-          return undefined;
-        },
-      }),
+      forOperation: (operation) => {
+        if (!access.of(operation).public) return authenticated;
+        return {
+          onRequest(exchange) {
+            // Only the gateway says who the consumer is, on a public operation too; and the
+            // backend gets the Authorization it gets from every other operation.
+            const headers = exchange.req.headers;
+            delete headers[header];
+            if (mode === "strip") delete headers.authorization;
+            else if (mode === "replace") headers.authorization = upstreamCredential;
+            return undefined;
+          },
+        };
+      },
       close: store.close,
     };
   },
 });
+
+/** The phase of every operation that needs a key. */
+function authenticate(
+  header: string,
+  mode: AuthOptions["upstreamAuthorization"],
+  upstreamCredential: string | undefined,
+  store: ReturnType<typeof openKeyStore>,
+  now: () => number,
+): OperationPolicy {
+  return {
+    onRequest(exchange) {
+      const headers = exchange.req.headers;
+      // Only the gateway says who the consumer is.
+      delete headers[header];
+      const authorization = headers.authorization;
+      const key = authorization === undefined ? undefined : bearerCredential(authorization);
+      if (key === undefined) {
+        exchange.notes.authFailure = authorization === undefined ? "no header" : "not bearer";
+        return MISSING;
+      }
+      if (key === "") {
+        exchange.notes.authFailure = "empty key";
+        return INVALID;
+      }
+      const digest = keyDigest(key);
+      const keys = store.current();
+      const entry = keys.entries.get(digest);
+      // The table found the entry by the whole digest already; the comparison stays
+      // constant-time should the table ever be keyed by less.
+      if (entry === undefined || !sameDigest(keys.digests, entry.at, digest)) {
+        exchange.notes.authFailure = "unknown key";
+        return INVALID;
+      }
+      if (entry.notAfter !== undefined && now() > entry.notAfter) {
+        // Whose key expired helps the operator; the client learns only that it is invalid.
+        exchange.notes.authFailure = "expired key";
+        exchange.notes.keyConsumer = entry.consumer;
+        exchange.notes.keyDigest = digestPrefix(digest);
+        return INVALID;
+      }
+      exchange.identify(entry.consumer);
+      headers[header] = entry.consumer;
+      if (mode === "strip") delete headers.authorization;
+      else if (mode === "replace") headers.authorization = upstreamCredential;
+      return undefined;
+    },
+  };
+}
 
 /**
  * The hex SHA-256 of a key as the client sent it. Node reads a header's bytes as latin1, one

@@ -173,7 +173,7 @@ function operationSection(
 <div class="countdown">
 ${countdown(section)}
 <dl>
-<dt>Deprecated since</dt><dd>${date(section.since)}</dd>
+<dt>Deprecated since</dt><dd>${section.since === null ? "no date set" : date(section.since)}</dd>
 <dt>Sunset</dt><dd>${section.sunset === null ? "none set" : date(section.sunset)}</dd>
 <dt>Successor</dt><dd>${section.successor === null ? "none named" : `<code>${escapeHtml(section.successor)}</code>`}</dd>
 <dt>Calls</dt><dd class="calls">${section.calls}</dd>
@@ -211,7 +211,7 @@ function countdown(section: OperationReport): string {
 
 /** How much of the way from deprecation to sunset is behind. */
 function periodBar(section: OperationReport, now: number): string {
-  if (section.sunset === null || section.since === "") return "";
+  if (section.sunset === null || section.since === null) return "";
   const since = Date.parse(section.since);
   const span = Date.parse(section.sunset) - since;
   const share = span <= 0 ? 1 : Math.min(1, Math.max(0, (now - since) / span));

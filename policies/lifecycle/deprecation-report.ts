@@ -17,7 +17,8 @@ export interface DeprecatedOperationFacts {
   readonly method: string;
   /** The public path, base path included: /v1/pets/{petId}. */
   readonly path: string;
-  readonly since: number;
+  /** Undefined for a deprecation nobody dated. */
+  readonly since: number | undefined;
   readonly sunset: number | undefined;
   /** "GET /v1/pets", or undefined when the document names no successor. */
   readonly successor: string | undefined;
@@ -35,7 +36,8 @@ export interface OperationReport {
   readonly operation: string;
   readonly method: string;
   readonly path: string;
-  readonly since: string;
+  /** null when the deprecation is undated (or the operation is not in the document). */
+  readonly since: string | null;
   readonly sunset: string | null;
   readonly successor: string | null;
   /** Whole days from generatedAt to the sunset, rounded up; negative after it; null without a sunset. */
@@ -139,7 +141,7 @@ export class CallerTally {
           operation,
           method: fact?.method ?? "",
           path: fact?.path ?? "",
-          since: fact === undefined ? "" : iso(fact.since),
+          since: fact?.since === undefined ? null : iso(fact.since),
           sunset,
           successor: fact?.successor ?? null,
           daysToSunset: daysBetween(generatedAt, sunset),
@@ -231,7 +233,7 @@ function sortCallers(rows: CallerRow[]): CallerRow[] {
   );
 }
 
-function daysBetween(from: string, to: string | null): number | null {
+export function daysBetween(from: string, to: string | null): number | null {
   if (to === null) return null;
   // +0 turns the -0 of Math.ceil(-0.5) into 0.
   return Math.ceil((Date.parse(to) - Date.parse(from)) / DAY_MS) + 0;

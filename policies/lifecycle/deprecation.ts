@@ -37,9 +37,9 @@ export function deprecationPhases(deprecation: Deprecation, setting: Deprecation
     : "it has no successor";
   const sunsetDate = sunset === undefined ? undefined : httpDate(sunset);
   // Computed once: the values come from the document and never change while it is loaded.
-  const headerValues: Record<string, string> = {
-    deprecation: `@${Math.floor(deprecation.since / 1000)}`,
-  };
+  // RFC 9745's value is a date: an undated deprecation sends no Deprecation header (start-up warned).
+  const headerValues: Record<string, string> = {};
+  if (deprecation.since !== undefined) headerValues.deprecation = `@${Math.floor(deprecation.since / 1000)}`;
   if (sunsetDate) headerValues.sunset = sunsetDate;
   const links: string[] = [];
   // A templated path is no URI a client could follow; the 410 message still names it.

@@ -15,12 +15,14 @@ import { brownoutWindows, DEPRECATION_HEADERS, deprecationPhases } from "./depre
 import { CallerTally, type DeprecationReport, mergeReports } from "./deprecation-report.ts";
 import { renderReport } from "./deprecation-report-formats.ts";
 import { errors } from "./errors.ts";
-import { deprecationFacts, readLifecycle } from "./facts.ts";
+import { type DeprecationDates, deprecationFacts, readLifecycle } from "./facts.ts";
+import { planLifecycle } from "./plan.ts";
 import { STABILITY_HEADER, stabilityPhases } from "./stability.ts";
 
 export {
   DEPRECATION_EXTENSION,
   type Deprecation,
+  type DeprecationDates,
   deprecationFacts,
   type LifecycleFacts,
   readLifecycle,
@@ -30,6 +32,8 @@ export {
 export { STABILITY_HEADER } from "./stability.ts";
 
 export interface LifecycleOptions {
+  /** The dates and successor of deprecated operations, by operationId, where the document has none. */
+  readonly operations: Readonly<Record<string, DeprecationDates>>;
   /** A page explaining the deprecation: sent as Link rel="deprecation" on deprecated operations. */
   readonly documentationUrl: string | undefined;
   /** Past the sunset: answer 410 (refuse) or keep serving with the headers (serve). */
@@ -51,6 +55,34 @@ const optionsSchema: JSONSchemaType<LifecycleOptions> = {
   description:
     "The API lifecycle the OpenAPI document marks: deprecation, sunset and brownouts, experimental and beta operations",
   properties: {
+    operations: {
+      type: "object",
+      propertyNames: { pattern: "^[A-Za-z0-9_.-]+$" },
+      required: [],
+      default: {},
+      description:
+        "`operationId` → `{since, sunset, successor: {method, path, note}}` for operations the document marks `deprecated: true` without `x-gateway-deprecation` (or without that field in it): a field given in both places stops start-up",
+      additionalProperties: {
+        type: "object",
+        additionalProperties: false,
+        required: [],
+        properties: {
+          since: { type: "string", format: "date-time", nullable: true },
+          sunset: { type: "string", format: "date-time", nullable: true },
+          successor: {
+            type: "object",
+            nullable: true,
+            additionalProperties: false,
+            required: ["method", "path"],
+            properties: {
+              method: { type: "string", pattern: "^[A-Za-z]+$" },
+              path: { type: "string", pattern: "^/" },
+              note: { type: "string", nullable: true },
+            },
+          },
+        },
+      },
+    },
     // No spaces or angle brackets: the URL goes between < > in a Link header.
     documentationUrl: {
       type: "string",
@@ -136,8 +168,9 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
     }),
   }),
   opsReports: { "/deprecations": { merge: mergeReports, render: renderReport } },
+  plan: planLifecycle,
   create(options, { api, logger, environment, now }, metrics) {
-    const { deprecations, stability } = readLifecycle(api);
+    const { deprecations, stability } = readLifecycle(api, options.operations);
     const { basePath } = api;
     const windows = brownoutWindows(options, deprecations);
     const tally = new CallerTally(options.maxTrackedCallers);
@@ -170,7 +203,7 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
       logger.info(
         {
           operation: deprecation.operation.id,
-          since: new Date(deprecation.since).toISOString(),
+          since: deprecation.since === undefined ? undefined : new Date(deprecation.since).toISOString(),
           sunset: sunset === undefined ? undefined : new Date(sunset).toISOString(),
           afterSunset: options.afterSunset,
           brownouts: windows.get(deprecation.operation.id)?.length ?? 0,

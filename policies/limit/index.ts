@@ -5,7 +5,7 @@ import type { JSONSchemaType } from "ajv";
 import { Counter } from "prom-client";
 import { declareErrors } from "../../src/errors.ts";
 import { labelChildren } from "../../src/metrics.ts";
-import type { ParameterSpec } from "../../src/openapi.ts";
+import type { ApiDescription, ParameterSpec } from "../../src/openapi.ts";
 import { parseIntegerLiteral } from "../../src/parameters.ts";
 import { definePolicy } from "../../src/policy.ts";
 
@@ -63,25 +63,38 @@ export default definePolicy<LimitOptions, Counter<"operation" | "parameter" | "a
       labelNames: ["operation", "parameter", "adjustment"] as const,
       registers: [registry],
     }),
+  plan(options, { api }) {
+    const clamped = clampedParameters(options, api);
+    return {
+      operation(operation) {
+        const mine = clamped.filter((entry) => entry.operationId === operation.id);
+        if (mine.length === 0) return undefined;
+        return {
+          text: mine.map(
+            ({ spec, minimum, maximum, fallback }) =>
+              `${spec.name} clamped to ${minimum ?? "-∞"}..${maximum ?? "∞"}${fallback === undefined ? "" : `; ${fallback} when absent`} (x-${spec.name.toLowerCase()}-applied)`,
+          ),
+          data: mine.map(({ spec, minimum, maximum, fallback }) => ({
+            parameter: spec.name,
+            minimum: minimum ?? null,
+            maximum: maximum ?? null,
+            default: fallback ?? null,
+          })),
+        };
+      },
+    };
+  },
   create(options, { api }, adjustments) {
     const byOperation = new Map<string, Bounds[]>();
-    for (const entry of options.parameters) {
-      const [operationId, name] = entry.split(".") as [string, string];
-      const spec = api.operation(operationId)?.queryParameters.get(name);
-      if (!spec)
-        throw new Error(`policies.limit.parameters: ${entry} is not a query parameter of the description`);
-      if (spec.type !== "integer")
-        throw new Error(`policies.limit.parameters: ${entry} is not an integer parameter`);
-      const number = (key: string) =>
-        typeof spec.schema[key] === "number" ? (spec.schema[key] as number) : undefined;
+    for (const { operationId, name, spec, minimum, maximum, fallback } of clampedParameters(options, api)) {
       const counter = labelChildren((adjustment: Adjustment) =>
         adjustments.labels(operationId, name, adjustment),
       );
       const bounds: Bounds = {
         spec,
-        minimum: number("minimum"),
-        maximum: number("maximum"),
-        fallback: number("default")?.toString(),
+        minimum,
+        maximum,
+        fallback: fallback?.toString(),
         appliedHeader: `x-${name.toLowerCase()}-applied`,
         adjustedNote: `${name}Adjusted`,
         requestedNote: `${name}Requested`,
@@ -136,3 +149,25 @@ export default definePolicy<LimitOptions, Counter<"operation" | "parameter" | "a
     };
   },
 });
+
+/** Each parameter the options name, checked against the description, with its bounds from the document. */
+function clampedParameters(options: LimitOptions, api: ApiDescription) {
+  return options.parameters.map((entry) => {
+    const [operationId, name] = entry.split(".") as [string, string];
+    const spec = api.operation(operationId)?.queryParameters.get(name);
+    if (!spec)
+      throw new Error(`policies.limit.parameters: ${entry} is not a query parameter of the description`);
+    if (spec.type !== "integer")
+      throw new Error(`policies.limit.parameters: ${entry} is not an integer parameter`);
+    const number = (key: string) =>
+      typeof spec.schema[key] === "number" ? (spec.schema[key] as number) : undefined;
+    return {
+      operationId,
+      name,
+      spec,
+      minimum: number("minimum"),
+      maximum: number("maximum"),
+      fallback: number("default"),
+    };
+  });
+}

@@ -1,15 +1,18 @@
 // Requests are checked against the operation in the OpenAPI document before the backend sees
-// them: path and query parameters, the body's media type, and the body against its schema.
+// them: path and query parameters, the body's media type (one the operation's `content` declares),
+// and a JSON body against that media type's schema.
 // Validators were compiled once when the description loaded; the body is forwarded as the
 // original bytes, never re-serialized.
 import { isUtf8 } from "node:buffer";
 import type { JSONSchemaType } from "ajv";
 import { declareErrors } from "../../src/errors.ts";
 import { parseRequestJson } from "../../src/json/request-body.ts";
+import { isJsonMediaType, matchMediaType } from "../../src/media-types.ts";
+import type { MediaTypeSpec } from "../../src/openapi.ts";
 import { checkParameter } from "../../src/parameters.ts";
 import { definePolicy } from "../../src/policy.ts";
 import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";
-import { JSON_MEDIA_TYPE, quotedClientText } from "../../src/untrusted-text.ts";
+import { quotedClientText } from "../../src/untrusted-text.ts";
 
 export interface RequestValidationOptions {
   /** Query parameters the document does not declare: refused (400) or passed on unchecked. */
@@ -23,7 +26,10 @@ const errors = declareErrors("validation", {
   BODY_NOT_ALLOWED: { status: 400, message: "The operation takes no request body" },
   MALFORMED_JSON: { status: 400, message: "The request body is not valid JSON" },
   INVALID_BODY: { status: 400, message: "The request body does not match the schema" },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "The request body must be application/json" },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    message: "The request body must be of a media type the operation declares",
+  },
 });
 
 const optionsSchema: JSONSchemaType<RequestValidationOptions> = {
@@ -53,6 +59,28 @@ export default definePolicy<RequestValidationOptions>({
   name: "requestValidation",
   errors,
   optionsSchema,
+  plan(options) {
+    return {
+      operation(operation) {
+        const lines = [
+          `query parameters the operation does not declare: ${options.unknownQueryParameters === "reject" ? "refused (400 UNKNOWN_PARAMETER)" : "passed on unchecked"}`,
+        ];
+        const body = operation.requestBody;
+        if (body) {
+          lines.push(
+            `a body not sent as ${body.mediaTypes.join(" or ")}: 415 UNSUPPORTED_MEDIA_TYPE; one sent as JSON is checked against its schema`,
+          );
+        }
+        return {
+          text: lines,
+          data: {
+            unknownQueryParameters: options.unknownQueryParameters,
+            ...(body ? { mediaTypes: body.mediaTypes, maxJsonDepth: options.maxJsonDepth } : {}),
+          },
+        };
+      },
+    };
+  },
   create(options) {
     const rejectUnknown = options.unknownQueryParameters === "reject";
     return {
@@ -60,6 +88,14 @@ export default definePolicy<RequestValidationOptions>({
         const declared = operation.queryParameters;
         const required = [...declared.values()].filter((spec) => spec.required);
         const body = operation.requestBody;
+        const mediaTypes = body?.content ?? [];
+        const unsupported = errors.error(
+          "UNSUPPORTED_MEDIA_TYPE",
+          `the request body must be sent as Content-Type: ${body?.mediaTypes.join(" or ")}`,
+        );
+        // The declared entry a request's body is read by (its JSON schema, or none).
+        const mediaTypeOf = (contentType: string | undefined): MediaTypeSpec | undefined =>
+          contentType === undefined ? undefined : matchMediaType(mediaTypes, contentType);
         return {
           onRequest(exchange) {
             for (const spec of operation.pathParameters) {
@@ -93,12 +129,7 @@ export default definePolicy<RequestValidationOptions>({
                 ? errors.error("BODY_NOT_ALLOWED", `${operation.id} takes no request body`)
                 : undefined;
             }
-            if (hasBody && !JSON_MEDIA_TYPE.test(headers["content-type"] ?? "")) {
-              return errors.error(
-                "UNSUPPORTED_MEDIA_TYPE",
-                "the request body must be sent as Content-Type: application/json",
-              );
-            }
+            if (hasBody && mediaTypeOf(headers["content-type"]) === undefined) return unsupported;
             return undefined;
           },
           onRequestBody(exchange) {
@@ -107,6 +138,12 @@ export default definePolicy<RequestValidationOptions>({
             if (raw === undefined || raw.length === 0) {
               return body.required ? errors.error("INVALID_BODY", "the request body is required") : undefined;
             }
+            const contentType = exchange.req.headers["content-type"] ?? "";
+            const mediaType = mediaTypeOf(contentType);
+            // A media type that is not JSON (text/plain, a form) has no schema the gateway can
+            // apply: it passes as sent (start-up warned). A wildcard entry checks what is JSON.
+            if (mediaType === undefined) return unsupported;
+            if (!(mediaType.json || (mediaType.validate && isJsonMediaType(contentType)))) return undefined;
             // JSON is UTF-8 (RFC 8259); decoding would quietly turn bad bytes into U+FFFD while
             // the original bytes go on to the backend.
             if (!isUtf8(raw)) return errors.error("MALFORMED_JSON", "body is not valid UTF-8");
@@ -117,10 +154,11 @@ export default definePolicy<RequestValidationOptions>({
                 parsed.message,
               );
             }
-            if (body.validate && !body.validate(parsed.value)) {
+            const { validate } = mediaType;
+            if (validate && !validate(parsed.value)) {
               return errors.error(
                 "INVALID_BODY",
-                describeSchemaError(body.validate.errors, untrustedValueWording("body")),
+                describeSchemaError(validate.errors, untrustedValueWording("body")),
               );
             }
             return undefined;

@@ -1,6 +1,7 @@
 // The backend's answers are held to the interface: the status must be one the document declares
-// for the operation, a JSON answer must match its schema, and the interface's own rules (written
-// in the document as x-gateway-response-rules) must hold. Per operation the config chooses to
+// for the operation, a JSON answer must match its schema, and the interface's own rules (stated in
+// the document as x-gateway-response-rules or in the config, else inferred and only reported)
+// must hold. Per operation the config chooses to
 // enforce (the client gets 502 instead), report (the answer passes; the violation is logged,
 // counted and listed on the ops port) or off (not even buffered).
 //
@@ -12,9 +13,20 @@ import type { JSONSchemaType } from "ajv";
 import { Counter } from "prom-client";
 import { declareErrors, type GatewayError } from "../../src/errors.ts";
 import type { Operation } from "../../src/openapi.ts";
-import { definePolicy, type Exchange } from "../../src/policy.ts";
+import { definePolicy, type Exchange, type PlanContext } from "../../src/policy.ts";
+import limit from "../limit/index.ts";
+import { confirmingLine, inferRules } from "./inference.ts";
 import { judge } from "./judge.ts";
-import { type OperationPlan, planOperation, rulesValidator } from "./plan.ts";
+import {
+  describeRule,
+  type OperationPlan,
+  planOperation,
+  RULE_SCHEMA,
+  type RuleEntry,
+  rulesValidator,
+  type StatedRules,
+  statedRules,
+} from "./plan.ts";
 import {
   CONTRACT_VIOLATION_MSG,
   type ContractMode,
@@ -34,6 +46,8 @@ export interface ResponseContractOptions {
   readonly operations: Readonly<Record<string, ContractMode>>;
   /** Distinct violations kept per operation for the drift report (least recently seen dropped first). */
   readonly recentPerOperation: number;
+  /** Per-operationId rules, for a document that states none (`[]`: none, nor any inferred). */
+  readonly rules: Readonly<Record<string, readonly RuleEntry[]>>;
 }
 
 const MODES = ["enforce", "report", "off"] as const;
@@ -67,6 +81,15 @@ const optionsSchema: JSONSchemaType<ResponseContractOptions> = {
       default: {},
       description: "`operationId` → mode; an unknown `operationId` stops start-up",
     },
+    rules: {
+      type: "object",
+      propertyNames: { pattern: "^[A-Za-z0-9_.-]+$" },
+      additionalProperties: { type: "array", items: RULE_SCHEMA },
+      required: [],
+      default: {},
+      description:
+        "`operationId` → its rules (`[{rule, status, parameter?, field?, fields?}]`, as `x-gateway-response-rules`; `[]` for none) where the document states none; rules in both places stop start-up. Unstated rules are inferred and only reported",
+    },
     recentPerOperation: {
       type: "integer",
       minimum: 1,
@@ -95,16 +118,50 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
       render: renderReport,
     },
   },
-  create(options, { api, logger, now }, violations) {
-    for (const id of Object.keys(options.operations)) {
-      if (api.operation(id) === undefined) {
-        throw new Error(
-          `policies.responseContract.operations.${id}: ${id} is not an operationId of the description`,
-        );
-      }
-    }
-    const validateRules = rulesValidator();
-    const modeOf = (operation: Operation): ContractMode => options.operations[operation.id] ?? options.mode;
+  plan(options, context) {
+    const { rulesOf, modeOf } = contractOf(options, context);
+    return {
+      operation(operation) {
+        const mode = modeOf(operation);
+        const rules = rulesOf(operation);
+        const inferred = rules.source === "inferred";
+        const text = [
+          mode === "off"
+            ? "response: not checked (mode off)"
+            : `response: status and schema of each declared answer, mode ${mode}`,
+        ];
+        if (mode !== "off") {
+          for (const entry of rules.entries) {
+            text.push(
+              inferred
+                ? `${describeRule(entry)} (inferred, report-only)`
+                : `${describeRule(entry)} (stated in the ${rules.source}, ${mode})`,
+            );
+          }
+          if (inferred && rules.entries.length > 0) {
+            text.push(`confirm the inferred rules with: ${confirmingLine(operation.id, rules.entries)}`);
+          }
+        }
+        return {
+          text,
+          data: {
+            mode,
+            rules: rules.entries.map((entry) => ({
+              ...entry,
+              source: rules.source,
+              mode: inferred ? "report" : mode,
+            })),
+            ...(inferred && rules.entries.length > 0
+              ? { confirm: confirmingLine(operation.id, rules.entries) }
+              : {}),
+          },
+        };
+      },
+    };
+  },
+  create(options, context, violations) {
+    const { api, logger, now } = context;
+    const { rulesOf, modeOf } = contractOf(options, context);
 
     const drift = createDriftLog(
       api.operations.map((operation) => [operation.id, modeOf(operation)] as const),
@@ -113,16 +170,17 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
 
     const record = (plan: OperationPlan, exchange: Exchange, status: number, found: readonly Violation[]) => {
       const operation = plan.operation.id;
-      const action = plan.mode === "enforce" ? "rejected" : "passed";
       const at = new Date(now()).toISOString();
       for (const raw of found) {
+        const mode = raw.reportOnly ? "report" : plan.mode;
+        const action = mode === "enforce" ? "rejected" : "passed";
         // The pointer and the message may hold the backend's member names, and with them a key it echoed.
         const violation = {
           ...raw,
           pointer: exchange.redact(raw.pointer),
           message: exchange.redact(raw.message),
         };
-        violations.labels(operation, violation.rule, plan.mode).inc();
+        violations.labels(operation, violation.rule, mode).inc();
         logger.warn(
           {
             reqId: exchange.requestId,
@@ -132,7 +190,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
             pointer: violation.pointer,
             message: violation.message,
             excerpt: violation.excerpt,
-            mode: plan.mode,
+            mode,
             action,
             // The gateway's clock, as the report's: log-based reports date the violation by it.
             at,
@@ -146,7 +204,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
           pointer: violation.pointer,
           message: violation.message,
           excerpt: violation.excerpt,
-          mode: plan.mode,
+          mode,
           action,
         });
       }
@@ -160,7 +218,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
       forOperation(operation) {
         const mode = modeOf(operation);
         if (mode === "off") return undefined;
-        const plan = planOperation(operation, mode, validateRules);
+        const plan = planOperation(operation, mode, rulesOf(operation));
         const enforce = mode === "enforce";
         return {
           readsResponseBody: true,
@@ -168,13 +226,51 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
             const found = judge(plan, exchange, answer);
             if (found === undefined) return undefined;
             record(plan, exchange, answer.status, found);
-            return enforce ? contractError(found[0] as Violation) : undefined;
+            if (!enforce) return undefined;
+            const enforced = found.find((violation) => !violation.reportOnly);
+            return enforced ? contractError(enforced) : undefined;
           },
         };
       },
     };
   },
 });
+
+/**
+ * Each operation's mode and rules, checked (an unknown operationId, rules stated twice or naming
+ * what the operation lacks stop start-up): one function for the plan and for create().
+ */
+function contractOf(options: ResponseContractOptions, context: PlanContext) {
+  const { api } = context;
+  for (const [field, ids] of [
+    ["operations", Object.keys(options.operations)],
+    ["rules", Object.keys(options.rules)],
+  ] as const) {
+    for (const id of ids) {
+      if (api.operation(id) === undefined) {
+        throw new Error(
+          `policies.responseContract.${field}.${id}: ${id} is not an operationId of the description`,
+        );
+      }
+    }
+  }
+  const validateRules = rulesValidator();
+  const pageSizeParameters = context.optionsOf(limit)?.parameters ?? [];
+  const modeOf = (operation: Operation): ContractMode => options.operations[operation.id] ?? options.mode;
+  const rules = new Map<string, StatedRules>();
+  for (const operation of api.operations) {
+    const stated = statedRules(operation, options.rules[operation.id], validateRules) ?? {
+      source: "inferred",
+      entries: inferRules(operation, api, pageSizeParameters),
+    };
+    // Compiled here too, so that a rule naming what the operation lacks stops the plan as it stops start-up.
+    planOperation(operation, "report", stated);
+    rules.set(operation.id, stated);
+  }
+  const rulesOf = (operation: Operation): StatedRules =>
+    rules.get(operation.id) ?? { source: "inferred", entries: [] };
+  return { rulesOf, modeOf };
+}
 
 function contractError(first: Violation): GatewayError {
   // Rule and place only: the client learns which promise broke, never the backend's data.

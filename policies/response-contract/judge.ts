@@ -104,7 +104,7 @@ export function judge(
     const violation = checkRule(rule, exchange, value, text);
     if (violation === undefined) continue;
     if (found === undefined) found = [];
-    found.push(violation);
+    found.push(rule.inferred ? { ...violation, reportOnly: true } : violation);
   }
   return found;
 }

@@ -23,6 +23,8 @@ export interface Violation {
   readonly message: string;
   /** A short, redacted rendering of the offending value. */
   readonly excerpt: string;
+  /** Found by an inferred rule: reported, never enforced, whatever the operation's mode. */
+  readonly reportOnly?: boolean;
 }
 
 export interface DriftExample {

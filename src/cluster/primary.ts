@@ -7,11 +7,12 @@ import cluster, { type Worker } from "node:cluster";
 import type { AddressInfo } from "node:net";
 import { availableParallelism } from "node:os";
 import { Counter, Gauge, Registry } from "prom-client";
-import { buildOpsServer } from "../gateway.ts";
+import { buildOpsServer, logPlanWarnings } from "../gateway.ts";
 import { listen } from "../listen.ts";
 import type { LoggerHandle } from "../logger.ts";
 import { type ApiDescription, loadApiDescription } from "../openapi.ts";
 import { createOpsHandler, reportsOf } from "../ops.ts";
+import { planGateway } from "../plan.ts";
 import { closeAndExit, exitOnFatalError, logListening, type ProcessSetup } from "../serve.ts";
 import { shutdownOnSignals } from "../shutdown.ts";
 import { createGroupCollection, type Parts } from "./collection.ts";
@@ -88,6 +89,12 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   // The document is compiled here too, so that a broken one fails once, before any worker starts;
   // everything else (the keys, the policies) is the workers' own.
   const api = loadApiDescription(config.openapi, { basePath: config.basePath });
+  // What the document asks that the gateway will not do as written: said once, here, not by each
+  // worker (nor again by every restarted one); a policy refusing the document fails here too.
+  logPlanWarnings(
+    logger,
+    planGateway({ api, config, policies: setup.policies, environment: setup.environment, now: Date.now }),
+  );
   const reports = reportsOf(setup.policies, config.policies);
 
   // The primary's own series; the gateway's are the workers'.

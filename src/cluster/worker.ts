@@ -41,7 +41,7 @@ export async function runWorker(policies: readonly AnyPolicyDefinition[]): Promi
   });
   serving = await serve(
     { policies, config, upstreamUrl: given.upstreamUrl, environment: given.environment },
-    { log: createLogger(config.log.level), ops: false },
+    { log: createLogger(config.log.level), ops: false, startupWarnings: false },
   );
 }
 

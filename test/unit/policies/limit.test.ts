@@ -23,6 +23,7 @@ function onRequest() {
       environment: "production",
       now: Date.now,
       responseHeaders: () => [],
+      optionsOf: () => undefined,
     },
     limit.metrics(registry),
   );

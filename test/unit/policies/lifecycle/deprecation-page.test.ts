@@ -214,3 +214,21 @@ test("the ops page says it covers one replica since it started counting, and dra
   assert.equal(document.querySelectorAll("svg.daily").length, 0);
   assert.equal(document.querySelector("#violations"), null);
 });
+
+test("an operation deprecated without dates says so, with no countdown and no period bar", () => {
+  const [section] = report.operations;
+  const undated = {
+    ...report,
+    operations: [
+      { ...(section as (typeof report.operations)[number]), since: null, sunset: null, daysToSunset: null },
+    ],
+  };
+  const { document } = parseHTML(
+    renderDeprecationPage({ report: undated, scope: { kind: "replica", since: undefined }, quietDays: 14 }),
+  );
+  const dates = [...document.querySelectorAll("dd")].map((dd) => dd.textContent);
+  assert.equal(dates[0], "no date set");
+  assert.equal(dates[1], "none set");
+  assert.equal(document.querySelector(".days")?.textContent, "No sunset date");
+  assert.equal(document.querySelector("svg.period"), null);
+});

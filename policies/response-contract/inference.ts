@@ -1,0 +1,60 @@
+// The rules a document implies where it states none: a page no longer than the page-size
+// parameter the limit policy clamps, a filter by an enum query parameter named like a property of
+// the listed items, the item a path parameter names (petId -> id), and a POST whose 201 holds
+// every property of its request. A guess is not a promise of the interface: an inferred rule is
+// only ever reported, whatever the operation's mode, until the config or the document states it.
+import type { ApiDescription, Operation } from "../../src/openapi.ts";
+import { propertiesOf, resolveSchema } from "../../src/schema-brief.ts";
+import type { RuleEntry } from "./plan.ts";
+
+/**
+ * The rules inferred for an operation. pageSizeParameters: "operationId.parameter" of each
+ * parameter the limit policy clamps (policies.limit.parameters).
+ */
+export function inferRules(
+  operation: Operation,
+  api: ApiDescription,
+  pageSizeParameters: readonly string[],
+): RuleEntry[] {
+  const rules: RuleEntry[] = [];
+  const ok = operation.responses.get("200");
+  const okSchema = ok?.validate === undefined ? undefined : resolveSchema(ok.schema, api.schemas);
+  if (operation.method === "GET" && okSchema?.type === "array") {
+    for (const entry of pageSizeParameters) {
+      const [id, name] = entry.split(".") as [string, string];
+      const spec = id === operation.id ? operation.queryParameters.get(name) : undefined;
+      if (spec?.type === "integer") rules.push({ rule: "page-size", status: "200", parameter: name });
+    }
+    const itemProperties = propertiesOf(okSchema.items, api.schemas) ?? {};
+    for (const spec of operation.queryParameters.values()) {
+      if (Array.isArray(spec.schema.enum) && Object.hasOwn(itemProperties, spec.name)) {
+        rules.push({ rule: "filter", status: "200", parameter: spec.name, field: spec.name });
+      }
+    }
+  }
+  const identity = operation.pathParameters.at(-1);
+  if (operation.method === "GET" && identity && okSchema !== undefined && okSchema.type !== "array") {
+    const properties = propertiesOf(okSchema, api.schemas) ?? {};
+    const field = Object.hasOwn(properties, identity.name)
+      ? identity.name
+      : /^[A-Za-z0-9]+(?:Id|_id|ID)$/.test(identity.name) && Object.hasOwn(properties, "id")
+        ? "id"
+        : undefined;
+    if (field) rules.push({ rule: "identity", status: "200", parameter: identity.name, field });
+  }
+  const created = operation.responses.get("201");
+  const body = operation.requestBody?.content.find((entry) => entry.json && entry.validate !== undefined);
+  if (operation.method === "POST" && created?.validate !== undefined && body) {
+    const sent = Object.keys(propertiesOf(body.schema, api.schemas) ?? {});
+    const answered = propertiesOf(created.schema, api.schemas) ?? {};
+    if (sent.length > 0 && sent.every((name) => Object.hasOwn(answered, name))) {
+      rules.push({ rule: "echo", status: "201", fields: sent });
+    }
+  }
+  return rules;
+}
+
+/** The config line that states inferred rules, so that they are checked in the operation's own mode. */
+export function confirmingLine(operation: string, rules: readonly RuleEntry[]): string {
+  return `"policies": ${JSON.stringify({ responseContract: { rules: { [operation]: rules } } })}`;
+}

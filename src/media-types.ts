@@ -1,0 +1,50 @@
+// Media types as the document declares them (the keys of a `content` map) and as a request's
+// Content-Type names one: compared by their essence (type/subtype, case-insensitive), so that
+// `application/json; charset=utf-8` is application/json, and the most specific declared key wins
+// as OpenAPI says (`application/json` before `application/*` before `*/*`).
+import { JSON_FAMILY_MEDIA_TYPE } from "./untrusted-text.ts";
+
+/** type/subtype in lower case, without parameters ("" when there is none). */
+export function mediaTypeEssence(value: string): string {
+  const semicolon = value.indexOf(";");
+  return (semicolon === -1 ? value : value.slice(0, semicolon)).trim().toLowerCase();
+}
+
+/** application/json or a structured +json type (application/merge-patch+json, application/vnd.x+json). */
+export function isJsonMediaType(value: string): boolean {
+  // The one judged pattern for a JSON media type (untrusted-text.ts), on the essence alone.
+  return JSON_FAMILY_MEDIA_TYPE.test(mediaTypeEssence(value));
+}
+
+/** A declared key with a wildcard (`application/*`, `*\/*`): it may receive JSON. */
+export function isWildcardMediaType(value: string): boolean {
+  return mediaTypeEssence(value).includes("*");
+}
+
+/** The declared key a Content-Type matches, the most specific first; undefined when none does. */
+export function matchMediaType<T extends { readonly mediaType: string }>(
+  declared: readonly T[],
+  contentType: string,
+): T | undefined {
+  const essence = mediaTypeEssence(contentType);
+  const slash = essence.indexOf("/");
+  if (slash <= 0 || slash === essence.length - 1) return undefined;
+  const range = `${essence.slice(0, slash)}/*`;
+  let byRange: T | undefined;
+  let any: T | undefined;
+  for (const entry of declared) {
+    const key = mediaTypeEssence(entry.mediaType);
+    if (key === essence) return entry;
+    if (key === range) byRange ??= entry;
+    else if (key === "*/*") any ??= entry;
+  }
+  return byRange ?? any;
+}
+
+/** The key of a `content` map whose schema describes a JSON answer: application/json, else the first +json. */
+export function jsonMediaTypeOf(keys: readonly string[]): string | undefined {
+  return (
+    keys.find((key) => mediaTypeEssence(key) === "application/json") ??
+    keys.find((key) => isJsonMediaType(key))
+  );
+}

@@ -1,0 +1,68 @@
+// The plan as people read it (npm run plan), and as tools do (--format json): the text names
+// every operation with its method and public path, public ones first, then what each policy does.
+import type { GatewayPlan, PlannedOperation, PlannedParameter } from "./plan.ts";
+
+export interface PlanSources {
+  readonly openapi: string;
+  readonly config: string;
+}
+
+export function planText(plan: GatewayPlan, sources: PlanSources): string {
+  const open = plan.operations.filter((operation) => operation.public);
+  const keyed = plan.operations.filter((operation) => !operation.public);
+  const lines = [
+    `${plan.title} ${plan.version}: what petstore-gateway will enforce`,
+    `document ${sources.openapi}, config ${sources.config}, environment ${plan.environment}, base path ${plan.basePath || "/"}`,
+    "",
+    `Public operations (no key): ${
+      open.length === 0
+        ? "none (an operation is public only when it says security: [] itself)"
+        : open.map((operation) => `${operation.method} ${operation.path}`).join(", ")
+    }`,
+  ];
+  for (const operation of [...open, ...keyed]) lines.push("", ...operationText(operation));
+  lines.push("", "Ignored or not enforced as written (start-up logs each as one warn line):");
+  if (plan.warnings.length === 0) lines.push("  nothing");
+  for (const warning of plan.warnings) {
+    lines.push(`  - ${warning.message} [${warning.policy ?? "core"}: ${warning.warning}]`);
+    for (const fix of warning.fixes ?? []) lines.push(`    add to the config: ${fix}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** The plan as JSON: the policies' data, without the text lines. */
+export function planJson(plan: GatewayPlan, sources: PlanSources): string {
+  const operations = plan.operations.map(({ text: _text, ...rest }) => rest);
+  return `${JSON.stringify({ ...sources, ...plan, operations }, null, 2)}\n`;
+}
+
+function operationText(operation: PlannedOperation): string[] {
+  const lines = [`${operation.method} ${operation.path} (${operation.operation})`];
+  if (operation.parameters.length > 0) {
+    lines.push("  parameters:");
+    for (const parameter of operation.parameters) lines.push(`    ${parameterText(parameter)}`);
+  }
+  const body = operation.requestBody;
+  if (body) {
+    lines.push(`  request body (${body.required ? "required" : "optional"}):`);
+    for (const entry of body.content) {
+      lines.push(`    ${entry.mediaType}: ${entry.checked ? entry.schema : `not checked (${entry.schema})`}`);
+    }
+  }
+  for (const { policy, lines: said } of operation.text) {
+    for (const line of said) lines.push(`  ${policy}: ${line}`);
+  }
+  return lines;
+}
+
+function parameterText(parameter: PlannedParameter): string {
+  if (!parameter.checked) return `${parameter.name} (${parameter.in}): not checked (${parameter.reason})`;
+  const kind = [parameter.type, parameter.format].filter((part) => part !== undefined).join(" ");
+  const facts: string[] = [];
+  if (parameter.default !== undefined) facts.push(`default ${JSON.stringify(parameter.default)}`);
+  if (parameter.minimum !== undefined) facts.push(`minimum ${parameter.minimum}`);
+  if (parameter.maximum !== undefined) facts.push(`maximum ${parameter.maximum}`);
+  if (parameter.enum) facts.push(`one of ${parameter.enum.map((v) => JSON.stringify(v)).join(", ")}`);
+  const head = `${parameter.name} (${parameter.in}, ${parameter.required ? "required" : "optional"}${kind ? `, ${kind}` : ""})`;
+  return facts.length === 0 ? head : `${head}: ${facts.join(", ")}`;
+}

@@ -1,0 +1,205 @@
+// What the gateway will enforce with a document and a config, said before anything starts: the
+// core's part (routes, parameters, bodies, what it does not check) and each policy's own
+// (PolicyDefinition.plan), built by the same functions start-up uses. createGateway() logs its
+// warnings; `npm run plan` (scripts/plan.ts) prints the whole of it.
+import type { GatewayConfig } from "./config-schema.ts";
+import type { ApiDescription, Operation, ParameterSpec } from "./openapi.ts";
+import type { AnyPolicyDefinition, PlanContext, PlanWarning, PolicyDefinition } from "./policy.ts";
+import { describeSchema } from "./schema-brief.ts";
+import { ConfigError, StartupError } from "./startup-errors.ts";
+
+export interface PlannedParameter {
+  readonly name: string;
+  readonly in: string;
+  readonly required: boolean;
+  readonly type?: string;
+  readonly format?: string;
+  readonly default?: unknown;
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly enum?: readonly unknown[];
+  /** False for header and cookie parameters, with the reason. */
+  readonly checked: boolean;
+  readonly reason?: string;
+}
+
+export interface PlannedOperation {
+  readonly operation: string;
+  readonly method: string;
+  /** The public path, base path included. */
+  readonly path: string;
+  /** Some policy lets anyone call it without a credential. */
+  readonly public: boolean;
+  readonly parameters: readonly PlannedParameter[];
+  readonly requestBody: {
+    readonly required: boolean;
+    readonly content: readonly {
+      readonly mediaType: string;
+      readonly checked: boolean;
+      readonly schema: string;
+    }[];
+  } | null;
+  /** Each policy's facts as data, by policy name (only the policies that act on the operation). */
+  readonly policies: Readonly<Record<string, unknown>>;
+  /** The same as lines for people, in the order the policies judge a request. */
+  readonly text: readonly { readonly policy: string; readonly lines: readonly string[] }[];
+}
+
+export interface GatewayPlan {
+  readonly title: string;
+  readonly version: string;
+  readonly basePath: string;
+  readonly environment: string;
+  /** Public operations first, then the others, each in the document's order. */
+  readonly operations: readonly PlannedOperation[];
+  /** What start-up warns about: one warn line each. `policy` is undefined for the core's own. */
+  readonly warnings: readonly (PlanWarning & { readonly policy: string | undefined })[];
+}
+
+export interface PlanOptions {
+  readonly api: ApiDescription;
+  readonly config: GatewayConfig;
+  readonly policies: readonly AnyPolicyDefinition[];
+  readonly environment: string;
+  readonly now: () => number;
+}
+
+export const UNCHECKED_PARAMETER_REASON =
+  "the gateway checks path and query parameters only; headers and cookies reach the backend as the client sent them";
+
+/**
+ * The plan, or the ConfigError / ApiDescriptionError that start-up would stop with (a policy's
+ * plain Error is a configuration problem, as in createGateway).
+ */
+export function planGateway(options: PlanOptions): GatewayPlan {
+  const { api, config } = options;
+  const context: PlanContext = {
+    api,
+    environment: options.environment,
+    now: options.now,
+    optionsOf: <Options, Instruments>(definition: PolicyDefinition<Options, Instruments>) =>
+      config.policies[definition.name] as Options | undefined,
+  };
+  const plans = options.policies.map((definition) => {
+    try {
+      return { name: definition.name, plan: definition.plan?.(config.policies[definition.name], context) };
+    } catch (error) {
+      throw error instanceof StartupError || !(error instanceof Error)
+        ? error
+        : new ConfigError(error.message);
+    }
+  });
+  const warnings: GatewayPlan["warnings"][number][] = [...coreWarnings(api)];
+  for (const { name, plan } of plans) {
+    for (const warning of plan?.warnings ?? []) warnings.push({ ...warning, policy: name });
+  }
+  const operations = api.operations.map((operation): PlannedOperation => {
+    const data: Record<string, unknown> = {};
+    const text: { policy: string; lines: readonly string[] }[] = [];
+    let open = false;
+    for (const { name, plan } of plans) {
+      const facts = plan?.operation?.(operation);
+      if (facts === undefined) continue;
+      if (facts.public) open = true;
+      data[name] = facts.data;
+      if (facts.text.length > 0) text.push({ policy: name, lines: facts.text });
+    }
+    return {
+      operation: operation.id,
+      method: operation.method,
+      path: `${api.basePath}${operation.path}`,
+      public: open,
+      parameters: parametersOf(operation),
+      requestBody: requestBodyOf(operation, api),
+      policies: data,
+      text,
+    };
+  });
+  return {
+    title: api.title,
+    version: api.version,
+    basePath: api.basePath,
+    environment: options.environment,
+    operations: [...operations.filter((o) => o.public), ...operations.filter((o) => !o.public)],
+    warnings,
+  };
+}
+
+function coreWarnings(api: ApiDescription): GatewayPlan["warnings"] {
+  const warnings: GatewayPlan["warnings"][number][] = [];
+  const unchecked = api.operations.filter((operation) => operation.uncheckedParameters.length > 0);
+  if (unchecked.length > 0) {
+    const named = unchecked.flatMap((operation) =>
+      operation.uncheckedParameters.map((p) => `${operation.id} ${p.name} (${p.in})`),
+    );
+    warnings.push({
+      warning: "parameters-not-checked",
+      message: `header and cookie parameters are not checked (${UNCHECKED_PARAMETER_REASON}): ${named.join(", ")}`,
+      operations: unchecked.map((operation) => operation.id),
+      policy: undefined,
+    });
+  }
+  const passed = api.operations.filter((operation) =>
+    operation.requestBody?.content.some((entry) => entry.validate === undefined && !entry.json),
+  );
+  if (passed.length > 0) {
+    const named = passed.flatMap((operation) =>
+      (operation.requestBody?.content ?? [])
+        .filter((entry) => entry.validate === undefined && !entry.json)
+        .map((entry) => `${operation.id} ${entry.mediaType}`),
+    );
+    warnings.push({
+      warning: "request-body-not-checked",
+      message: `request bodies of a media type that is not JSON are passed on unchecked: ${named.join(", ")}`,
+      operations: passed.map((operation) => operation.id),
+      policy: undefined,
+    });
+  }
+  return warnings;
+}
+
+function parametersOf(operation: Operation): PlannedParameter[] {
+  const checked = [...operation.pathParameters, ...operation.queryParameters.values()].map(describeParameter);
+  const unchecked = operation.uncheckedParameters.map(
+    (p): PlannedParameter => ({
+      name: p.name,
+      in: p.in,
+      required: false,
+      checked: false,
+      reason: UNCHECKED_PARAMETER_REASON,
+    }),
+  );
+  return [...checked, ...unchecked];
+}
+
+function describeParameter(spec: ParameterSpec): PlannedParameter {
+  const { schema } = spec;
+  const number = (key: string) => (typeof schema[key] === "number" ? (schema[key] as number) : undefined);
+  const minimum = number("minimum");
+  const maximum = number("maximum");
+  return {
+    name: spec.name,
+    in: spec.in,
+    required: spec.required,
+    ...(spec.type === undefined ? {} : { type: spec.type }),
+    ...(spec.format === undefined ? {} : { format: spec.format }),
+    ...(schema.default === undefined ? {} : { default: schema.default }),
+    ...(minimum === undefined ? {} : { minimum }),
+    ...(maximum === undefined ? {} : { maximum }),
+    ...(Array.isArray(schema.enum) ? { enum: schema.enum } : {}),
+    checked: true,
+  };
+}
+
+function requestBodyOf(operation: Operation, api: ApiDescription): PlannedOperation["requestBody"] {
+  const body = operation.requestBody;
+  if (body === undefined) return null;
+  return {
+    required: body.required,
+    content: body.content.map((entry) => ({
+      mediaType: entry.mediaType,
+      checked: entry.validate !== undefined,
+      schema: entry.schema === undefined ? "no schema" : describeSchema(entry.schema, api.schemas),
+    })),
+  };
+}

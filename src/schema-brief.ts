@@ -1,0 +1,75 @@
+// A document's schema in a few words, for the plan ("NewPet: object {name*: string, ...}"), and
+// the one-step $ref lookup that reading a schema's shape needs (components.schemas only).
+
+const COMPONENT_SCHEMA = "#/components/schemas/";
+const MAX_PROPERTIES = 12;
+
+type Schemas = Readonly<Record<string, unknown>>;
+
+/** The schema a `#/components/schemas/X` $ref names, followed until it is not a $ref (undefined when unknown). */
+export function resolveSchema(schema: unknown, schemas: Schemas): Record<string, unknown> | undefined {
+  let current = schema;
+  for (let hops = 0; hops < 16; hops++) {
+    if (!isObject(current)) return undefined;
+    const ref = current.$ref;
+    if (typeof ref !== "string") return current;
+    if (!ref.startsWith(COMPONENT_SCHEMA)) return undefined;
+    current = schemas[ref.slice(COMPONENT_SCHEMA.length)];
+  }
+  return undefined;
+}
+
+/** The property names of an object schema (after its $ref), or undefined when it is not one. */
+export function propertiesOf(schema: unknown, schemas: Schemas): Record<string, unknown> | undefined {
+  const resolved = resolveSchema(schema, schemas);
+  return resolved && isObject(resolved.properties) ? resolved.properties : undefined;
+}
+
+/** The schema in brief: its component name, then its shape one level deep. */
+export function describeSchema(schema: unknown, schemas: Schemas): string {
+  const name = refName(schema);
+  const resolved = resolveSchema(schema, schemas);
+  if (resolved === undefined) return name ?? "a schema the plan cannot read";
+  const shape = shapeOf(resolved, schemas, 1);
+  return name === undefined ? shape : `${name}: ${shape}`;
+}
+
+function shapeOf(schema: Record<string, unknown>, schemas: Schemas, depth: number): string {
+  if (Array.isArray(schema.enum)) return `one of ${schema.enum.map((v) => JSON.stringify(v)).join(", ")}`;
+  const type = Array.isArray(schema.type) ? schema.type.join(" or ") : schema.type;
+  if (type === "array") return `array of ${inner(schema.items, schemas, depth)}`;
+  if (type === "object" || isObject(schema.properties)) {
+    if (depth <= 0) return "object";
+    const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+    const entries = Object.entries(isObject(schema.properties) ? schema.properties : {});
+    const shown = entries
+      .slice(0, MAX_PROPERTIES)
+      .map(([key, value]) => `${key}${required.has(key) ? "*" : ""}: ${inner(value, schemas, depth - 1)}`);
+    if (entries.length > MAX_PROPERTIES) shown.push(`… ${entries.length - MAX_PROPERTIES} more`);
+    const closed = schema.additionalProperties === false ? ", nothing else" : "";
+    return `object {${shown.join(", ")}}${closed}`;
+  }
+  if (typeof type === "string")
+    return typeof schema.format === "string" ? `${type} (${schema.format})` : type;
+  for (const keyword of ["oneOf", "anyOf", "allOf"]) {
+    const list = schema[keyword];
+    if (Array.isArray(list)) return `${keyword} of ${list.map((s) => inner(s, schemas, 0)).join(", ")}`;
+  }
+  return "any value";
+}
+
+function inner(schema: unknown, schemas: Schemas, depth: number): string {
+  const name = refName(schema);
+  if (name !== undefined) return name;
+  return isObject(schema) ? shapeOf(schema, schemas, depth) : "any value";
+}
+
+function refName(schema: unknown): string | undefined {
+  const ref = isObject(schema) ? schema.$ref : undefined;
+  if (typeof ref !== "string") return undefined;
+  return ref.startsWith(COMPONENT_SCHEMA) ? ref.slice(COMPONENT_SCHEMA.length) : ref;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}

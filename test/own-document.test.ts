@@ -1,0 +1,276 @@
+// A team's own description of the Pet Store, with none of the gateway's extensions
+// (test/fixtures/openapi-own.json): the document, not code, says who needs a key, what is
+// deprecated and which media types a body may have; the config dates what the document does not;
+// start-up says, one warn line each, what the gateway will not do as the document asks.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
+import { boundedConfigFile } from "./support/config-file.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { sampleValue, scrape } from "./support/metrics.ts";
+import {
+  type BackendProcess,
+  type GatewayProcess,
+  startDemoBackendProcess,
+  startGatewayProcess,
+} from "./support/processes.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
+
+const OWN_DOCUMENT = join(PROJECT_ROOT, "test/fixtures/openapi-own.json");
+const { file: keysFile, keyOf } = writeKeysFile(["acme"]);
+const acme = keyOf("acme");
+const SINCE = "2026-01-01T00:00:00Z";
+const SUNSET = "2030-12-05T00:00:00Z";
+
+/** A program of the project run to its end: exit code and both outputs. */
+async function run(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, args, {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString("utf8");
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  const [code] = (await once(child, "exit")) as [number];
+  return { code, stdout, stderr };
+}
+
+const warnings = (gw: GatewayProcess, warning: string) =>
+  gw.lines.filter((line) => line.level === "warn" && line.warning === warning);
+
+describe("a team's own document, without the gateway's extensions, in front of the demo backend", () => {
+  let backend: BackendProcess;
+  let gw: GatewayProcess;
+  let url: string;
+  before(async () => {
+    backend = await startDemoBackendProcess();
+    const config = boundedConfigFile({
+      openapi: OWN_DOCUMENT,
+      upstream: { url: backend.url },
+      policies: {
+        // The backend gets the gateway's own credential: a public call brings none.
+        auth: { keysFile, upstreamAuthorization: "replace", upstreamCredentialEnv: "PETS_SERVICE_TOKEN" },
+        lifecycle: {
+          operations: {
+            getPet: { since: SINCE, sunset: SUNSET, successor: { method: "get", path: "/pets" } },
+          },
+        },
+      },
+    });
+    gw = await startGatewayProcess({ GATEWAY_CONFIG: config, PETS_SERVICE_TOKEN: "service-token" });
+    url = `${gw.origin}/v1`;
+  });
+  after(async () => {
+    await gw.stop();
+    await backend.close();
+  });
+
+  test("an operation without security needs a bearer key, and start-up names it in one warn line", async () => {
+    const refused = await request(`${url}/pets/1`);
+    assert.equal(refused.status, 401);
+    assert.equal(refused.json<{ code: string }>().code, "MISSING_API_KEY");
+    const otherScheme = await request(`${url}/pets`, {
+      method: "POST",
+      headers: { "x-api-key": acme },
+      body: JSON.stringify({ name: "Rex", categoryId: 1 }),
+    });
+    assert.equal(otherScheme.status, 401, "the apiKey scheme the document names is not accepted instead");
+    assert.equal((await request(`${url}/pets/1`, { key: acme })).status, 200);
+    const [line, ...more] = warnings(gw, "security-not-bearer");
+    assert.ok(line, "a warn line names the operations");
+    assert.equal(more.length, 0, "one line, not one per operation");
+    assert.deepEqual(line.operations, ["createPet", "getPet"]);
+    assert.match(String(line.msg), /createPet \(apiKeyHeader: apiKey\), getPet \(no security\)/);
+  });
+
+  test("an operation that says security: [] itself is served without a key", async () => {
+    const answer = await request(`${url}/pets?limit=2`);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.json<unknown[]>().length, 2);
+    assert.equal(answer.headers["x-limit-applied"], "2");
+  });
+
+  test("a header parameter is passed on unchecked, and start-up names it with the reason", async () => {
+    const answer = await request(`${url}/pets`, { headers: { "x-request-trace": "x".repeat(100) } });
+    assert.equal(answer.status, 200, "its maxLength is not enforced");
+    const [line, ...more] = warnings(gw, "parameters-not-checked");
+    assert.ok(line);
+    assert.equal(more.length, 0);
+    assert.deepEqual(line.operations, ["listPets"]);
+    assert.match(String(line.msg), /listPets X-Request-Trace \(header\)/);
+    assert.match(String(line.msg), /checks path and query parameters only/);
+  });
+
+  test("deprecated: true dated only in the config sends Deprecation and Sunset and counts the caller", async () => {
+    const answer = await request(`${url}/pets/1`, { key: acme, headers: { "user-agent": "acme-sync/2" } });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.deprecation, `@${Date.parse(SINCE) / 1000}`);
+    assert.equal(answer.headers.sunset, "Thu, 05 Dec 2030 00:00:00 GMT");
+    assert.equal(answer.headers.link, '</v1/pets>; rel="successor-version"');
+    assert.equal(warnings(gw, "deprecation-undated").length, 0, "every date is given");
+    const report = (await request(`${gw.opsUrl}/deprecations`)).json<DeprecationReport>();
+    const [getPet] = report.operations;
+    assert.equal(getPet?.operation, "getPet");
+    assert.equal(getPet?.since, "2026-01-01T00:00:00.000Z");
+    assert.equal(getPet?.sunset, "2030-12-05T00:00:00.000Z");
+    assert.ok(getPet?.callers.some((row) => row.consumer === "acme" && row.lastUserAgent === "acme-sync/2"));
+    const samples = await scrape(gw);
+    assert.ok(
+      sampleValue(samples, "gateway_deprecated_calls_total", { operation: "getPet", consumer: "acme" }) >= 1,
+    );
+  });
+
+  test("a body in a +json media type the document declares is checked; an undeclared one gets 415", async () => {
+    const created = await request(`${url}/pets`, {
+      method: "POST",
+      key: acme,
+      headers: { "content-type": "application/vnd.petstore+json; charset=utf-8" },
+      body: JSON.stringify({ name: "Rex", categoryId: 1 }),
+    });
+    assert.equal(created.status, 201, created.body);
+    const invalid = await request(`${url}/pets`, {
+      method: "POST",
+      key: acme,
+      headers: { "content-type": "application/vnd.petstore+json" },
+      body: JSON.stringify({ name: "Rex" }),
+    });
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.json<{ code: string }>().code, "INVALID_BODY");
+    const undeclared = await request(`${url}/pets`, {
+      method: "POST",
+      key: acme,
+      headers: { "content-type": "application/merge-patch+json" },
+      body: JSON.stringify({ name: "Rex", categoryId: 1 }),
+    });
+    assert.equal(undeclared.status, 415);
+    assert.match(
+      undeclared.json<{ message: string }>().message,
+      /application\/json or application\/vnd\.petstore\+json/,
+    );
+  });
+});
+
+// Each test runs its own processes: they may run side by side.
+describe("npm run plan", { concurrency: true }, () => {
+  const NOW = "2026-11-25T00:00:00Z";
+
+  test("on the project's document: every operation, its key, bounds, stated rules and days to the sunset", async () => {
+    const { code, stdout, stderr } = await run(["scripts/plan.ts", "--now", NOW], {
+      GATEWAY_CONFIG: boundedConfigFile(),
+    });
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /^Pet Store 1\.0\.0: what petstore-gateway will enforce$/m);
+    assert.match(stdout, /^Public operations \(no key\): none/m);
+    for (const name of [
+      "GET /v1/pets (listPets)",
+      "POST /v1/pets (createPet)",
+      "GET /v1/pets/{petId} (getPet)",
+    ]) {
+      assert.ok(stdout.includes(`\n${name}\n`), `${name} is listed`);
+    }
+    assert.match(stdout, /limit \(query, optional, integer int32\): default 20, minimum 1, maximum 100/);
+    assert.match(stdout, /limit: limit clamped to 1\.\.100; 20 when absent/);
+    assert.match(
+      stdout,
+      /page-size: a 200 page holds at most limit items \(stated in the document, report\)/,
+    );
+    assert.match(
+      stdout,
+      /sunset 2030-12-05T00:00:00\.000Z \(x-gateway-deprecation\.sunset\): 1471 days left/,
+    );
+    assert.doesNotMatch(stdout, /inferred/);
+    assert.match(stdout, /not enforced as written[^\n]*\n {2}nothing\n$/);
+  });
+
+  test("--format json on a team's own document: public first, inferred rules report-only, what is ignored", async () => {
+    const { code, stdout, stderr } = await run(
+      ["scripts/plan.ts", "--openapi", OWN_DOCUMENT, "--format", "json", "--now", NOW],
+      { GATEWAY_CONFIG: boundedConfigFile({ policies: { responseContract: { mode: "enforce" } } }) },
+    );
+    assert.equal(code, 0, stderr);
+    const plan = JSON.parse(stdout) as {
+      operations: {
+        operation: string;
+        public: boolean;
+        parameters: { name: string; checked: boolean }[];
+        policies: Record<string, { [key: string]: unknown }>;
+      }[];
+      warnings: { warning: string; operations: string[]; fixes?: string[] }[];
+    };
+    assert.deepEqual(
+      plan.operations.map((o) => [o.operation, o.public]),
+      [
+        ["listPets", true],
+        ["createPet", false],
+        ["getPet", false],
+      ],
+    );
+    const listPets = plan.operations[0];
+    assert.deepEqual(
+      listPets?.parameters.map((p) => [p.name, p.checked]),
+      [
+        ["limit", true],
+        ["status", true],
+        ["X-Request-Trace", false],
+      ],
+    );
+    const contract = listPets?.policies.responseContract as {
+      mode: string;
+      rules: { rule: string; source: string; mode: string }[];
+      confirm: string;
+    };
+    assert.equal(contract.mode, "enforce");
+    assert.deepEqual(
+      contract.rules.map((r) => [r.rule, r.source, r.mode]),
+      [
+        ["page-size", "inferred", "report"],
+        ["filter", "inferred", "report"],
+      ],
+    );
+    assert.match(contract.confirm, /^"policies": \{"responseContract":\{"rules":\{"listPets":\[/);
+    assert.deepEqual(
+      plan.warnings.map((w) => [w.warning, w.operations]),
+      [
+        ["parameters-not-checked", ["listPets"]],
+        ["security-not-bearer", ["createPet", "getPet"]],
+        ["deprecation-undated", ["getPet"]],
+      ],
+    );
+    assert.deepEqual(plan.warnings[2]?.fixes, [
+      '"policies": {"lifecycle":{"operations":{"getPet":{"since":"<RFC 3339 date-time>","sunset":"<RFC 3339 date-time>"}}}}',
+    ]);
+  });
+
+  test("a date given in the document and the config: plan and gateway both refuse, with the same line", async () => {
+    const config = boundedConfigFile({
+      upstream: { url: "http://127.0.0.1:9/v1" },
+      policies: { auth: { keysFile }, lifecycle: { operations: { getPet: { since: SINCE } } } },
+    });
+    const [plan, gateway] = await Promise.all([
+      run(["scripts/plan.ts", "--config", config]),
+      run([...GATEWAY_PROGRAM], { GATEWAY_CONFIG: config }),
+    ]);
+    assert.equal(plan.code, 1);
+    assert.equal(gateway.code, 1);
+    assert.equal(plan.stdout, "");
+    assert.equal(plan.stderr.split("\n").length, 2, "one line");
+    assert.equal(plan.stderr, gateway.stderr);
+    assert.match(
+      plan.stderr,
+      /^petstore-gateway: invalid config: policies\.lifecycle\.operations\.getPet\.since: getPet's since is given by x-gateway-deprecation in the document too; give it in one place\n$/,
+    );
+  });
+});

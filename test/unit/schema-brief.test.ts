@@ -1,0 +1,32 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { loadApiDescription } from "../../src/openapi.ts";
+import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
+import { describeSchema, propertiesOf } from "../../src/schema-brief.ts";
+
+const { schemas } = loadApiDescription(DEFAULT_OPENAPI_FILE);
+
+test("a schema in brief: its name, then its shape one level deep, required fields starred", () => {
+  assert.equal(
+    describeSchema({ $ref: "#/components/schemas/NewPet" }, schemas),
+    "NewPet: object {name*: string, categoryId*: integer (int64), status: PetStatus}, nothing else",
+  );
+  assert.equal(describeSchema({ $ref: "#/components/schemas/Pets" }, schemas), "Pets: array of Pet");
+  assert.equal(
+    describeSchema({ $ref: "#/components/schemas/PetStatus" }, schemas),
+    'PetStatus: one of "available", "pending", "sold"',
+  );
+  assert.equal(describeSchema({ type: "string", format: "uuid" }, schemas), "string (uuid)");
+  assert.equal(describeSchema({ $ref: "#/components/schemas/Nope" }, schemas), "Nope");
+});
+
+test("properties are read through a $ref chain, and a cycle ends", () => {
+  assert.deepEqual(Object.keys(propertiesOf({ $ref: "#/components/schemas/Pet" }, schemas) ?? {}), [
+    "id",
+    "name",
+    "categoryId",
+    "status",
+  ]);
+  const loop = { A: { $ref: "#/components/schemas/B" }, B: { $ref: "#/components/schemas/A" } };
+  assert.equal(propertiesOf({ $ref: "#/components/schemas/A" }, loop), undefined);
+});
