@@ -47,17 +47,22 @@ describe("the gateway with other teams' documents, in front of the demo backend"
   /** The gateway with the 3.0 YAML document. */
   let yaml30: TestGateway;
   const gateways: TestGateway[] = [];
-  const start = async (openapi: string, upstreamUrl: string) => {
+  const start = async (openapi: string, upstreamUrl: string, policies: Record<string, unknown> = {}) => {
     const gw = await startGateway({
       upstreamUrl,
-      config: { openapi: join(PROJECT_ROOT, openapi), policies: { auth: { keysFile } } },
+      config: { openapi: join(PROJECT_ROOT, openapi), policies: { auth: { keysFile }, ...policies } },
     });
     gateways.push(gw);
     return gw;
   };
   before(async () => {
     backend = await startDemoBackendProcess();
-    yaml30 = await start("test/fixtures/openapi-3.0/openapi.yaml", backend.url);
+    // The document only says getPet is deprecated; the gateway config dates it.
+    yaml30 = await start("test/fixtures/openapi-3.0/openapi.yaml", backend.url, {
+      lifecycle: {
+        operations: { getPet: { since: "2026-01-01T00:00:00Z", sunset: "2030-12-05T00:00:00Z" } },
+      },
+    });
   });
   after(async () => {
     await Promise.all(gateways.map((gw) => gw.close()));

@@ -59,6 +59,13 @@ test("OPENAPI_FILE naming a 3.0 YAML document split over two files starts the ga
   });
   assert.equal(refused.status, 400);
   assert.match(refused.body, /\/id is read-only/);
+  // Only `deprecated: true` on getPet, as written: tracked, and start-up says how to date it.
+  const undated = gateway.lines.find((line) => line.warning === "deprecation-undated");
+  assert.deepEqual(undated?.operations, ["getPet"]);
+  const pet = JSON.parse(created.body) as { id: number };
+  const fetched = await request(`${gateway.origin}/v1/pets/${pet.id}`, { key });
+  assert.equal(fetched.status, 200);
+  assert.equal(fetched.headers.deprecation, undefined, "no date, no Deprecation header");
 });
 
 test("servers that disagree stop start-up in one line naming them; basePath in the config settles it", async () => {
