@@ -25,8 +25,8 @@ RUN npx tsc -p tsconfig.build.json
 # The runtime runs the same program as `npm start`: `node --max-semi-space-size=8 dist/src/main.js`.
 # The small young generation keeps RSS under load ~30 MB lower at no measured speed cost. Only what
 # runs comes along: the build, the production dependencies, the config, and for the tools
-# (`node scripts/keys.ts`, `node scripts/deprecation-report.ts`, which Node runs as they are) the
-# sources they import. No tests, no benchmark, no soak.
+# (`node scripts/keys.ts`, `node scripts/deprecation-report.ts`, `node scripts/plan.ts`, which Node
+# runs as they are) the sources they import. No tests, no benchmark, no soak.
 FROM ${NODE_IMAGE}
 # What the image says of itself (OCI annotations): `docker build --build-arg VERSION=... --build-arg
 # GIT_REVISION=$(git rev-parse HEAD) --build-arg SOURCE=<repository URL>`; docs/operations/docker.md.
@@ -48,7 +48,7 @@ COPY --from=build /app/dist ./dist
 COPY src ./src
 COPY policies ./policies
 COPY config ./config
-COPY scripts/keys.ts scripts/deprecation-report.ts ./scripts/
+COPY scripts/keys.ts scripts/deprecation-report.ts scripts/plan.ts ./scripts/
 USER node
 EXPOSE 8080 9090
 # bash alone, not a Node process every 10 s (node -e "fetch(...)": 0.15 s of CPU and 60 MB at its

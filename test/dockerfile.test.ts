@@ -41,7 +41,7 @@ test("every stage builds on one base, pinned to a Node version (major.minor.patc
   );
 });
 
-test("the runtime stage copies only what runs: no tests, no benchmark or soak, only the key and report tools", () => {
+test("the runtime stage copies only what runs: no tests, no benchmark or soak, only the key, report and plan tools", () => {
   const copies = runtime.filter((line) => line.startsWith("COPY "));
   const sources = copies.flatMap((line) => line.split(/\s+/).slice(1, -1)).filter((s) => !s.startsWith("--"));
   assert.deepEqual(sources.sort(), [
@@ -52,6 +52,7 @@ test("the runtime stage copies only what runs: no tests, no benchmark or soak, o
     "policies",
     "scripts/deprecation-report.ts",
     "scripts/keys.ts",
+    "scripts/plan.ts",
     "src",
   ]);
   assert.ok(runtime.includes("USER node"), "runs as the non-root node user");
