@@ -37,7 +37,21 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Ajv
   return ajv;
 }
 
-/** One schema's validator, on an instance of its own. */
-export function compileSchema(schema: AnySchema, options?: SchemaValidatorOptions): ValidateFunction {
-  return createSchemaValidator(options).compile(schema);
+/** Instances for compileSchema, one per set of options. */
+const sharedValidators = new Map<string, Ajv | Ajv2020>();
+
+/**
+ * One schema's validator, from an instance shared by every caller with the same options: a new
+ * instance compiles its draft's meta-schema first, which cost more than the schema itself (about
+ * a third of each gateway's start-up), and ajv returns the validator it already compiled for the
+ * same schema object. For the gateway's own constant schemas, not for a document's.
+ */
+export function compileSchema(schema: AnySchema, options: SchemaValidatorOptions = {}): ValidateFunction {
+  const key = [options.draft, options.useDefaults, options.allowUnionTypes, options.verbose].join("|");
+  let ajv = sharedValidators.get(key);
+  if (ajv === undefined) {
+    ajv = createSchemaValidator(options);
+    sharedValidators.set(key, ajv);
+  }
+  return ajv.compile(schema);
 }
