@@ -11,7 +11,7 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
+import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 
@@ -221,7 +221,7 @@ describe("the gateway program (npm start)", () => {
   const run = (env: Record<string, string>) => {
     const child = spawn(process.execPath, GATEWAY_PROGRAM, {
       cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", LOG_LEVEL: "warn", ...env },
+      env: { ...childEnv(), PORT: "0", OPS_PORT: "0", LOG_LEVEL: "warn", ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";

@@ -23,7 +23,7 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { sha256 } from "./support/keys.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
-import { PROJECT_ROOT } from "./support/program.ts";
+import { childEnv, PROJECT_ROOT } from "./support/program.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "gw-keys-cli-"));
 after(() => rmSync(directory, { recursive: true, force: true }));
@@ -46,7 +46,7 @@ async function keys(
       : [process.execPath, ["scripts/keys.ts", ...args]];
   const child = spawn(program, argv, {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    env: { ...childEnv(), HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

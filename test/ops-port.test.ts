@@ -17,7 +17,7 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { parsePrometheus } from "./support/metrics.ts";
-import { PROJECT_ROOT } from "./support/program.ts";
+import { childEnv, PROJECT_ROOT } from "./support/program.ts";
 import { rawExchange } from "./support/raw-socket.ts";
 
 const { file: keysFile } = writeKeysFile(["acme"]);
@@ -201,7 +201,7 @@ describe("what operators point at the ops port", () => {
     assert.equal(program, "bash");
     const check = (port: number) =>
       promisify(execFile)("bash", args, {
-        env: { PATH: process.env.PATH ?? "", OPS_PORT: String(port) },
+        env: { ...childEnv(), OPS_PORT: String(port) },
         timeout: 10_000,
       });
     // Rejects, with its exit code, unless it exits 0.

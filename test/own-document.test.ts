@@ -18,7 +18,7 @@ import {
   startDemoBackendProcess,
   startGatewayProcess,
 } from "./support/processes.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
+import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
 const OWN_DOCUMENT = join(PROJECT_ROOT, "test/fixtures/openapi-own.json");
 const { file: keysFile, keyOf } = writeKeysFile(["acme"]);
@@ -33,7 +33,7 @@ async function run(
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", ...env },
+    env: { ...childEnv(), PORT: "0", OPS_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

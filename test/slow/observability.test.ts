@@ -23,7 +23,7 @@ import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { parsePrometheus, type Sample, sampleValue, scrape } from "../support/metrics.ts";
 import { findProgram } from "../support/processes.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
+import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
 const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex"]);
 const acme = keyOf("acme");
@@ -550,7 +550,7 @@ describe("the gateway program", () => {
     writeFileSync(configFile, JSON.stringify({ ...base, server: { shutdownDrainMs: 50 } }));
     const child = spawn(process.execPath, GATEWAY_PROGRAM, {
       cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
+      env: { ...childEnv(), PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
       stdio: ["ignore", "pipe", "pipe"],
     });
     try {

@@ -16,7 +16,7 @@ import {
   startDemoBackendProcess,
   startGatewayProcess,
 } from "../support/processes.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
+import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 const YAML_30 = join(PROJECT_ROOT, "test/fixtures/openapi-3.0/openapi.yaml");
@@ -72,7 +72,7 @@ test("servers that disagree stop start-up in one line naming them; basePath in t
   const openapi = disagreeingDocument();
   const child = spawn(process.execPath, GATEWAY_PROGRAM, {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", OPENAPI_FILE: openapi },
+    env: { ...childEnv(), PORT: "0", OPS_PORT: "0", OPENAPI_FILE: openapi },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";

@@ -12,12 +12,12 @@ import { definePolicy } from "../../src/policy.ts";
 import { eventually } from "../support/eventually.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
+import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const child = spawn(process.execPath, GATEWAY_PROGRAM, {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", ...env },
+    env: { ...childEnv(), PORT: "0", OPS_PORT: "0", ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
@@ -115,7 +115,7 @@ test("the demo uses a key file named in the config file instead of generating a 
   writeFileSync(configFile, JSON.stringify({ policies: { auth: { keysFile: file } } }));
   const child = spawn(process.execPath, GATEWAY_PROGRAM, {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
+    env: { ...childEnv(), PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
     stdio: ["ignore", "ignore", "pipe"],
   });
   try {
@@ -288,7 +288,7 @@ test("SIGTERM to npm start reaches the gateway itself, which stops gracefully", 
   // and other tests are starting the program from it).
   const npm = spawn("npm", ["start", "--silent", "--ignore-scripts"], {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
+    env: { ...childEnv(), PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
     stdio: ["ignore", "pipe", "ignore"],
   });
   const lines: Record<string, unknown>[] = [];

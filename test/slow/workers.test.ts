@@ -12,7 +12,7 @@ import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { type Sample, sampleValue, scrape } from "../support/metrics.ts";
 import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
+import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
 const accessLines = (gateway: GatewayProcess) => gateway.lines.filter((line) => line.msg === "request");
 /** The processes that wrote these lines. */
@@ -191,7 +191,7 @@ test("when no worker can start (a busy port), the group stops with the error ins
     const child = spawn(process.execPath, GATEWAY_PROGRAM, {
       cwd: PROJECT_ROOT,
       env: {
-        PATH: process.env.PATH ?? "",
+        ...childEnv(),
         PORT: String(port),
         HOST: "127.0.0.1",
         OPS_PORT: "0",

@@ -5,7 +5,7 @@ import { once } from "node:events";
 import { accessSync, constants } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./program.ts";
+import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "./program.ts";
 
 export interface BackendProcess {
   readonly url: string;
@@ -76,7 +76,7 @@ export async function startGatewayProcess(
 ): Promise<GatewayProcess> {
   const child = spawn(process.execPath, program, {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", OPS_PORT: "0", ...env },
+    env: { ...childEnv(), PORT: "0", OPS_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Record<string, unknown>[] = [];

@@ -21,3 +21,14 @@ export const GATEWAY_PROGRAM: readonly string[] = [...GATEWAY_NODE_FLAGS, GATEWA
     .reduce((a, b) => Math.max(a, b), 0);
   if (newestSource > builtAt) buildForStart(PROJECT_ROOT);
 }
+
+/**
+ * What a test's child process inherits from it: PATH, and Node's compile cache when the suite runs
+ * with one (package.json's test scripts set NODE_COMPILE_CACHE), so that each process does not
+ * strip the types of the same sources again.
+ */
+export function childEnv(): Record<string, string> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "" };
+  if (process.env.NODE_COMPILE_CACHE) env.NODE_COMPILE_CACHE = process.env.NODE_COMPILE_CACHE;
+  return env;
+}
