@@ -199,7 +199,7 @@ function requestBodyOf(operation: Operation, api: ApiDescription): PlannedOperat
     content: body.content.map((entry) => ({
       mediaType: entry.mediaType,
       checked: entry.validate !== undefined,
-      schema: entry.schema === undefined ? "no schema" : describeSchema(entry.schema, api.schemas),
+      schema: entry.schema === undefined ? "no schema" : describeSchema(entry.schema, api.schemas, true),
     })),
   };
 }

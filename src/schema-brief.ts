@@ -25,16 +25,29 @@ export function propertiesOf(schema: unknown, schemas: Schemas): Record<string, 
   return resolved && isObject(resolved.properties) ? resolved.properties : undefined;
 }
 
-/** The schema in brief: its component name, then its shape one level deep. */
-export function describeSchema(schema: unknown, schemas: Schemas): string {
+/** Whether a property is readOnly (or writeOnly), on itself or on the schema its $ref names. */
+export function isMarked(schema: unknown, flag: "readOnly" | "writeOnly", schemas: Schemas): boolean {
+  return (isObject(schema) && schema[flag] === true) || resolveSchema(schema, schemas)?.[flag] === true;
+}
+
+/**
+ * The schema in brief: its component name, then its shape one level deep. As a request body, a
+ * readOnly property is shown as refused and not required, as the request validation reads it.
+ */
+export function describeSchema(schema: unknown, schemas: Schemas, asRequest = false): string {
   const name = refName(schema);
   const resolved = resolveSchema(schema, schemas);
   if (resolved === undefined) return name ?? "a schema the plan cannot read";
-  const shape = shapeOf(resolved, schemas, 1);
+  const shape = shapeOf(resolved, schemas, 1, asRequest);
   return name === undefined ? shape : `${name}: ${shape}`;
 }
 
-function shapeOf(schema: Record<string, unknown>, schemas: Schemas, depth: number): string {
+function shapeOf(
+  schema: Record<string, unknown>,
+  schemas: Schemas,
+  depth: number,
+  asRequest = false,
+): string {
   if (Array.isArray(schema.enum)) return `one of ${schema.enum.map((v) => JSON.stringify(v)).join(", ")}`;
   const type = Array.isArray(schema.type) ? schema.type.join(" or ") : schema.type;
   if (type === "array") return `array of ${inner(schema.items, schemas, depth)}`;
@@ -42,9 +55,10 @@ function shapeOf(schema: Record<string, unknown>, schemas: Schemas, depth: numbe
     if (depth <= 0) return "object";
     const required = new Set(Array.isArray(schema.required) ? schema.required : []);
     const entries = Object.entries(isObject(schema.properties) ? schema.properties : {});
-    const shown = entries
-      .slice(0, MAX_PROPERTIES)
-      .map(([key, value]) => `${key}${required.has(key) ? "*" : ""}: ${inner(value, schemas, depth - 1)}`);
+    const shown = entries.slice(0, MAX_PROPERTIES).map(([key, value]) => {
+      if (asRequest && isMarked(value, "readOnly", schemas)) return `${key} (read-only, refused)`;
+      return `${key}${required.has(key) ? "*" : ""}: ${inner(value, schemas, depth - 1)}`;
+    });
     if (entries.length > MAX_PROPERTIES) shown.push(`… ${entries.length - MAX_PROPERTIES} more`);
     const closed = schema.additionalProperties === false ? ", nothing else" : "";
     return `object {${shown.join(", ")}}${closed}`;

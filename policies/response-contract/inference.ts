@@ -4,7 +4,7 @@
 // every property of its request. A guess is not a promise of the interface: an inferred rule is
 // only ever reported, whatever the operation's mode, until the config or the document states it.
 import type { ApiDescription, Operation } from "../../src/openapi.ts";
-import { propertiesOf, resolveSchema } from "../../src/schema-brief.ts";
+import { isMarked, propertiesOf, resolveSchema } from "../../src/schema-brief.ts";
 import type { RuleEntry } from "./plan.ts";
 
 /**
@@ -45,7 +45,10 @@ export function inferRules(
   const created = operation.responses.get("201");
   const body = operation.requestBody?.content.find((entry) => entry.json && entry.validate !== undefined);
   if (operation.method === "POST" && created?.validate !== undefined && body) {
-    const sent = Object.keys(propertiesOf(body.schema, api.schemas) ?? {});
+    // What a request may send: a readOnly property is refused there, so it is never echoed.
+    const sent = Object.entries(propertiesOf(body.schema, api.schemas) ?? {})
+      .filter(([, schema]) => !isMarked(schema, "readOnly", api.schemas))
+      .map(([name]) => name);
     const answered = propertiesOf(created.schema, api.schemas) ?? {};
     if (sent.length > 0 && sent.every((name) => Object.hasOwn(answered, name))) {
       rules.push({ rule: "echo", status: "201", fields: sent });

@@ -30,3 +30,24 @@ test("properties are read through a $ref chain, and a cycle ends", () => {
   const loop = { A: { $ref: "#/components/schemas/B" }, B: { $ref: "#/components/schemas/A" } };
   assert.equal(propertiesOf({ $ref: "#/components/schemas/A" }, loop), undefined);
 });
+
+test("as a request body, a readOnly property is shown refused and not required, on itself or through its $ref", () => {
+  const own = {
+    Pet: {
+      type: "object",
+      required: ["id", "name", "owner"],
+      properties: {
+        id: { type: "integer", readOnly: true },
+        name: { type: "string" },
+        owner: { $ref: "#/components/schemas/Owner" },
+      },
+    },
+    Owner: { type: "string", readOnly: true },
+  };
+  const pet = { $ref: "#/components/schemas/Pet" };
+  assert.equal(
+    describeSchema(pet, own, true),
+    "Pet: object {id (read-only, refused), name*: string, owner (read-only, refused)}",
+  );
+  assert.equal(describeSchema(pet, own), "Pet: object {id*: integer, name*: string, owner*: Owner}");
+});

@@ -40,6 +40,15 @@ test("on a team's own document: page size from limit's setting, filter, identity
   ]);
 });
 
+test("with one Pet schema for both ways, the echo leaves out its readOnly id, which a request cannot send", () => {
+  const api = loadApiDescription(join(PROJECT_ROOT, "test/fixtures/openapi-3.0/openapi.yaml"));
+  const createPet = api.operation("createPet");
+  assert.ok(createPet);
+  assert.deepEqual(inferRules(createPet, api, PAGE_SIZE), [
+    { rule: "echo", status: "201", fields: ["name", "categoryId", "status", "nickname"] },
+  ]);
+});
+
 test("the confirming line is the config that states the rules, ready to paste", () => {
   const rules = [{ rule: "identity" as const, status: "200", parameter: "petId", field: "id" }];
   const line = confirmingLine("getPet", rules);
