@@ -22,14 +22,17 @@ export async function runWorker(policies: readonly AnyPolicyDefinition[]): Promi
   const given = JSON.parse(raw) as WorkerSetup;
   const config = validateConfig({ ...given.config }, policies);
   let serving: Serving | undefined;
+  let stopWhenServing: string | undefined;
   // Listening before serving: a scrape during start-up gets an empty part, not a timeout.
   process.on("message", (message: unknown) => {
     const type = typeOf(message);
     if (type === COLLECT) void answerCollect(message as CollectMessage, serving);
     else if (type === SHUTDOWN) {
-      // Not serving yet: there is nothing to drain.
+      // Still starting: its listen may already have reached the primary, which then hands it
+      // connections at once (exiting now would reset them). It drains like the others once it
+      // serves.
       if (serving) serving.stop("primary shutting down");
-      else process.exit(0);
+      else stopWhenServing = "primary shutting down";
     }
     // The primary got SIGHUP.
     else if (type === RELOAD) void serving?.gateway.reload("SIGHUP");
@@ -43,6 +46,7 @@ export async function runWorker(policies: readonly AnyPolicyDefinition[]): Promi
     { policies, config, upstreamUrl: given.upstreamUrl, environment: given.environment },
     { log: createLogger(config.log.level), ops: false, startupWarnings: false },
   );
+  if (stopWhenServing !== undefined) serving.stop(stopWhenServing);
 }
 
 async function answerCollect(message: CollectMessage, serving: Serving | undefined): Promise<void> {
