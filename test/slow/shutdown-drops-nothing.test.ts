@@ -211,6 +211,19 @@ describe("a connection the kernel accepted while the process was stalled at the 
   });
 });
 
+describe("SIGTERM as the first worker listens, while the second is still starting", () => {
+  test("stops the whole group within the drain, exit 0, the starting worker included", async () => {
+    const gateway = await startGatewayWith(2);
+    // startGatewayWith resolves on "gateway listening", logged as the first worker listens and
+    // the second is forked: this signal reaches the primary before the second can listen.
+    const signalledAt = performance.now();
+    gateway.child.kill("SIGTERM");
+    assert.equal(await gateway.exited, 0);
+    const tookMs = (await gateway.exitedAt) - signalledAt;
+    assert.ok(tookMs < DRAIN_MS + 5000, `stopped ${Math.round(tookMs)} ms after the signal`);
+  });
+});
+
 describe("the same signal twice", () => {
   test("within a second is one shutdown; the process still drains and exits 0", async () => {
     const gateway = await startGatewayWith(1);
