@@ -58,6 +58,8 @@ export interface ResponseSpec {
   readonly validate: ValidateFunction | undefined;
   /** The JSON answer's schema as the document writes it ($refs unresolved). */
   readonly schema: unknown;
+  /** The JSON media type whose schema that is (application/json, else the first +json one). */
+  readonly mediaType: string | undefined;
   /** The answer is the interface's Error object (components.schemas.Error), whose status is the HTTP status. */
   readonly errorObject: boolean;
 }
@@ -257,6 +259,7 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
               ? undefined
               : compile(json.schema, `${where}.responses.${status}`, "response"),
           schema: json?.schema,
+          mediaType: json === undefined ? undefined : jsonType,
           errorObject: (json?.schema as JsonObject | undefined)?.$ref === ERROR_SCHEMA_REF,
         });
       }

@@ -44,7 +44,7 @@ export function judge(
       {
         rule: "media-type",
         pointer: "",
-        message: `the answer is ${contentType === undefined ? "without Content-Type" : "not JSON"}, the document declares application/json`,
+        message: `the answer is ${contentType === undefined ? "without Content-Type" : "not JSON"}, the document declares ${declared.mediaType ?? "application/json"}`,
         excerpt: headerExcerpt(String(contentType ?? "none"), exchange),
       },
     ];

@@ -50,6 +50,8 @@ export type Rule =
 export interface StatusPlan {
   /** The JSON schema of the declared answer; undefined when the status declares no JSON body. */
   readonly validate: ValidateFunction | undefined;
+  /** The JSON media type the document declares for it, named when an answer is not JSON. */
+  readonly mediaType: string | undefined;
   /** The answer is the interface's Error object: its status must be the answer's own. */
   readonly errorObject: boolean;
   readonly rules: readonly Rule[];
@@ -149,7 +151,12 @@ function planStatuses(operation: Operation, rules: ReadonlyMap<string, Rule[]>):
     const own = rules.get(key);
     let plan = own === undefined ? shared.get(spec) : undefined;
     if (plan === undefined) {
-      plan = { validate: spec.validate, errorObject: spec.errorObject, rules: own ?? [] };
+      plan = {
+        validate: spec.validate,
+        mediaType: spec.mediaType,
+        errorObject: spec.errorObject,
+        rules: own ?? [],
+      };
       if (own === undefined) shared.set(spec, plan);
     }
     statuses.push(plan);
