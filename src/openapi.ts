@@ -3,100 +3,39 @@
 import type { ValidateFunction } from "ajv";
 import { isJsonMediaType, isWildcardMediaType, jsonMediaTypeOf } from "./media-types.ts";
 import { accessView, addAccessKeywords, type Direction, marksAny } from "./openapi/access-views.ts";
+import { basePathOf } from "./openapi/base-path.ts";
+import type {
+  ApiDescription,
+  LoadOptions,
+  MediaTypeSpec,
+  Operation,
+  ParameterSpec,
+  RequestBodySpec,
+  ResponseSpec,
+  UncheckedParameter,
+} from "./openapi/description.ts";
 import { openapiVersion, translateSchemas30 } from "./openapi/from-3.0.ts";
+import { asObject, type Json, type JsonObject } from "./openapi/json-object.ts";
 import { readApiDocument } from "./openapi/read-document.ts";
-import { type OperationSecurity, securityOf } from "./openapi-security.ts";
+import { securityOf } from "./openapi-security.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ApiDescriptionError } from "./startup-errors.ts";
-
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-type JsonObject = { [key: string]: Json };
 
 const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
 const COMPONENTS_ID = "openapi-components";
 
-export interface ParameterSpec {
-  readonly name: string;
-  readonly in: "query" | "path";
-  readonly required: boolean;
-  readonly schema: Readonly<JsonObject>;
-  /** "integer" parameters are checked as integer literals within their format's range before the schema. */
-  readonly type: string | undefined;
-  readonly format: string | undefined;
-  readonly validate: ValidateFunction;
-}
-
 const ERROR_SCHEMA_REF = "#/components/schemas/Error";
 
-export interface RequestBodySpec {
-  readonly required: boolean;
-  /** The keys of `content`, as written. */
-  readonly mediaTypes: readonly string[];
-  /** Each declared media type; a JSON one (or a wildcard) with the validator of its schema. */
-  readonly content: readonly MediaTypeSpec[];
-  /** The validator of the JSON media type's schema (application/json, else the first +json). */
-  readonly validate: ValidateFunction | undefined;
-}
-
-export interface MediaTypeSpec {
-  readonly mediaType: string;
-  /** application/json or a +json type: the body is read as JSON. */
-  readonly json: boolean;
-  /** The schema as the document writes it ($refs unresolved), for describing it. */
-  readonly schema: unknown;
-  readonly validate: ValidateFunction | undefined;
-}
-
-/** A parameter the gateway does not check (header, cookie): it reaches the backend as sent. */
-export interface UncheckedParameter {
-  readonly name: string;
-  readonly in: "header" | "cookie";
-}
-
-export interface ResponseSpec {
-  readonly status: string; // "200", "4XX" or "default", as written in the document
-  readonly validate: ValidateFunction | undefined;
-  /** The JSON answer's schema as the document writes it ($refs unresolved). */
-  readonly schema: unknown;
-  /** The JSON media type whose schema that is (application/json, else the first +json one). */
-  readonly mediaType: string | undefined;
-  /** The answer is the interface's Error object (components.schemas.Error), whose status is the HTTP status. */
-  readonly errorObject: boolean;
-}
-
-export interface Operation {
-  readonly id: string;
-  readonly method: string; // upper case
-  readonly path: string; // template as in the document, e.g. /pets/{petId}
-  readonly deprecated: boolean;
-  /** Every x-* extension of the operation, for policies that read facts OpenAPI has no keyword for. */
-  readonly extensions: Readonly<Record<string, unknown>>;
-  readonly queryParameters: ReadonlyMap<string, ParameterSpec>;
-  readonly pathParameters: readonly ParameterSpec[];
-  /** Header and cookie parameters: declared, not checked. */
-  readonly uncheckedParameters: readonly UncheckedParameter[];
-  /** What the document asks callers to present (the auth policy decides what is enforced). */
-  readonly security: OperationSecurity;
-  readonly requestBody: RequestBodySpec | undefined;
-  readonly responses: ReadonlyMap<string, ResponseSpec>;
-}
-
-export interface ApiDescription {
-  readonly title: string;
-  readonly version: string;
-  /** The public base path: the gateway config's, else the path of the server URLs (e.g. "/v1"). */
-  readonly basePath: string;
-  readonly operations: readonly Operation[];
-  readonly validateError: ValidateFunction;
-  /** components.schemas as the document writes them, to follow a schema's $ref when describing it. */
-  readonly schemas: Readonly<Record<string, unknown>>;
-  operation(id: string): Operation | undefined;
-}
-
-export interface LoadOptions {
-  /** The gateway config's base path, which wins over the servers' (undefined: read the servers). */
-  readonly basePath?: string | undefined;
-}
+export type {
+  ApiDescription,
+  LoadOptions,
+  MediaTypeSpec,
+  Operation,
+  ParameterSpec,
+  RequestBodySpec,
+  ResponseSpec,
+  UncheckedParameter,
+} from "./openapi/description.ts";
 
 export function loadApiDescription(file: string, options: LoadOptions = {}): ApiDescription {
   let document: JsonObject;
@@ -302,46 +241,6 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
   });
 }
 
-/**
- * The gateway config's base path, else the path every server URL shares ("" without servers).
- * Hosts are never read: the gateway answers on its own address, whatever the document's servers.
- */
-function basePathOf(servers: Json | undefined, configured: string | undefined): string {
-  if (configured !== undefined) return configured.replace(/\/+$/, "");
-  const urls = new Map<string, string>(); // path -> the first URL with it
-  for (const [index, value] of (Array.isArray(servers) ? servers : []).entries()) {
-    const server = asObject(value, `servers[${index}]`);
-    if (typeof server?.url !== "string") throw new Error(`servers[${index}]: url is required`);
-    const path = serverPath(server.url, asObject(server.variables, `servers[${index}].variables`) ?? {});
-    if (path === undefined) throw new Error(`servers[${index}]: a variable of ${server.url} has no default`);
-    if (!urls.has(path)) urls.set(path, server.url);
-  }
-  if (urls.size > 1) {
-    const named = [...urls].map(([path, url]) => `${path || "/"} in ${url}`).join(", ");
-    throw new Error(
-      `servers disagree on the base path (${named}): set basePath in the gateway config to the one to serve`,
-    );
-  }
-  return [...urls.keys()][0] ?? "";
-}
-
-/** The path of a server URL, its {variables} set to their defaults; undefined when one has none. */
-function serverPath(url: string, variables: JsonObject): string | undefined {
-  let unset = false;
-  const expanded = url.replace(/\{([^{}]*)\}/g, (_whole, name: string) => {
-    const variable = variables[name];
-    const value =
-      variable !== null && typeof variable === "object" && !Array.isArray(variable)
-        ? variable.default
-        : undefined;
-    if (typeof value === "string") return value;
-    unset = true;
-    return "";
-  });
-  if (unset) return undefined;
-  return new URL(expanded, "http://base.invalid").pathname.replace(/\/+$/, "");
-}
-
 /** The x-* member names anywhere in the document, which a schema may carry as keywords of no consequence. */
 function extensionKeywords(document: JsonObject): Set<string> {
   const found = new Set<string>();
@@ -370,12 +269,4 @@ function rewriteRefs(value: Json, componentsId: string): Json {
         : rewriteRefs(child, componentsId);
   }
   return out;
-}
-
-function asObject(value: Json | undefined, where: string): JsonObject | undefined {
-  if (value === undefined) return undefined;
-  if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new Error(`${where} must be an object`);
-  }
-  return value;
 }
