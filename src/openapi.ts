@@ -26,16 +26,8 @@ const COMPONENTS_ID = "openapi-components";
 
 const ERROR_SCHEMA_REF = "#/components/schemas/Error";
 
-export type {
-  ApiDescription,
-  LoadOptions,
-  MediaTypeSpec,
-  Operation,
-  ParameterSpec,
-  RequestBodySpec,
-  ResponseSpec,
-  UncheckedParameter,
-} from "./openapi/description.ts";
+// The description's shape, for whoever loads one.
+export type * from "./openapi/description.ts";
 
 export function loadApiDescription(file: string, options: LoadOptions = {}): ApiDescription {
   let document: JsonObject;
