@@ -22,43 +22,30 @@ import { eventually } from "./support/eventually.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { sha256 } from "./support/keys.ts";
-import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
-import { childEnv, PROJECT_ROOT } from "./support/program.ts";
+import {
+  type BackendProcess,
+  type ProgramRun,
+  runProgram,
+  startDemoBackendProcess,
+} from "./support/processes.ts";
+import { PROJECT_ROOT } from "./support/program.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "gw-keys-cli-"));
 after(() => rmSync(directory, { recursive: true, force: true }));
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** The CLI as its own process; never without --file or API_KEYS_FILE, so the repository's file is safe. */
-async function keys(
+function keys(
   args: readonly string[],
   env: Record<string, string> = {},
   command = "node",
-): Promise<Run> {
-  const [program, argv] =
-    command === "npm"
-      ? ["npm", ["run", "--silent", "keys", "--", ...args]]
-      : [process.execPath, ["scripts/keys.ts", ...args]];
-  const child = spawn(program, argv, {
-    cwd: PROJECT_ROOT,
-    env: { ...childEnv(), HOME: process.env.HOME ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const [code] = (await once(child, "close")) as [number | null];
-  return { code, stdout, stderr };
+): Promise<ProgramRun> {
+  return runProgram(
+    command === "npm" ? ["run", "--silent", "keys", "--", ...args] : ["scripts/keys.ts", ...args],
+    {
+      ...(command === "npm" ? { program: "npm" } : {}),
+      env: { HOME: process.env.HOME ?? "", ...env },
+    },
+  );
 }
 
 const KEY_LINE = /^(pgw_[A-Za-z0-9_-]{43})\n$/;
@@ -271,7 +258,7 @@ describe("npm run keys", () => {
       keys(["list", "--file", join(directory, "absent.json")]),
     ]);
     for (const [index, { args, code, says }] of cases.entries()) {
-      const run = runs[index] as Run;
+      const run = runs[index] as ProgramRun;
       assert.equal(run.code, code, `${args.join(" ")}: ${run.stderr}`);
       assert.match(run.stderr, says);
       assert.equal(run.stdout, "");

@@ -1,17 +1,16 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import { runReportCommand } from "./support/deprecation-page.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { type Answer, request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
-import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
+import { type BackendProcess, runProgram, startDemoBackendProcess } from "./support/processes.ts";
 import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
 const { file: keysFile, keys, keyOf } = writeKeysFile(["acme", "globex", "initech"]);
@@ -262,7 +261,7 @@ describe("who still calls getPet: the report, the metric and the log lines agree
   });
 
   test("the log command builds the same report from the captured log lines", async () => {
-    const input = `${gw.logs.raw.join("\n")}\n`;
+    const input = gw.logs.raw;
     const json = await runReportCommand(["--now", new Date(t3).toISOString()], input);
     assert.equal(json.code, 0, json.stderr);
     // Figure for figure; only the ops report knows since when its process counts.
@@ -293,7 +292,7 @@ describe("who still calls getPet: the report, the metric and the log lines agree
     );
     const result = await runReportCommand(
       ["--now", new Date(t3).toISOString(), join(dir, "a.log"), join(dir, "b.log")],
-      "",
+      [],
     );
     assert.equal(result.code, 0, result.stderr);
     const { countingSince: _, ...figures } = report;
@@ -751,23 +750,15 @@ describe("a document the lifecycle cannot honour stops start-up with a message n
     const file = documentWith("late-since-program", (getPet) => {
       extension(getPet).since = "2031-01-01T00:00:00Z";
     });
-    const child = spawn(process.execPath, GATEWAY_PROGRAM, {
-      cwd: PROJECT_ROOT,
+    const { code, stderr } = await runProgram(GATEWAY_PROGRAM, {
       env: {
-        ...process.env,
         OPENAPI_FILE: file,
         UPSTREAM_URL: "http://127.0.0.1:9/v1",
         API_KEYS_FILE: keysFile,
         PORT: "0",
         OPS_PORT: "0",
       },
-      stdio: ["ignore", "ignore", "pipe"],
     });
-    let stderr = "";
-    child.stderr?.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString("utf8");
-    });
-    const [code] = (await once(child, "exit")) as [number];
     assert.equal(code, 1);
     assert.equal(stderr.trim().split("\n").length, 1, stderr);
     assert.match(
@@ -776,27 +767,6 @@ describe("a document the lifecycle cannot honour stops start-up with a message n
     );
   });
 });
-
-async function runReportCommand(
-  args: readonly string[],
-  stdin: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ["scripts/deprecation-report.ts", ...args], {
-    cwd: PROJECT_ROOT,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString("utf8");
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString("utf8");
-  });
-  child.stdin.end(stdin);
-  const [code] = (await once(child, "exit")) as [number];
-  return { code, stdout, stderr };
-}
 
 describe("deprecated: true with no date anywhere (a team's own document)", () => {
   let backend: BackendProcess;
@@ -864,7 +834,7 @@ test("the log command dates a deprecation from --config when the document says o
       "--now",
       "2030-12-31T00:00:00Z",
     ],
-    `${line}\n`,
+    [line],
   );
   assert.equal(code, 0, stderr);
   const [getPet] = (JSON.parse(stdout) as DeprecationReport).operations;

@@ -3,8 +3,6 @@
 // deprecated and which media types a body may have; the config dates what the document does not;
 // start-up says, one warn line each, what the gateway will not do as the document asks.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
@@ -15,10 +13,11 @@ import { sampleValue, scrape } from "./support/metrics.ts";
 import {
   type BackendProcess,
   type GatewayProcess,
+  runProgram,
   startDemoBackendProcess,
   startGatewayProcess,
 } from "./support/processes.ts";
-import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
 const OWN_DOCUMENT = join(PROJECT_ROOT, "test/fixtures/openapi-own.json");
 const { file: keysFile, keyOf } = writeKeysFile(["acme"]);
@@ -26,27 +25,9 @@ const acme = keyOf("acme");
 const SINCE = "2026-01-01T00:00:00Z";
 const SUNSET = "2030-12-05T00:00:00Z";
 
-/** A program of the project run to its end: exit code and both outputs. */
-async function run(
-  args: readonly string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, args, {
-    cwd: PROJECT_ROOT,
-    env: { ...childEnv(), PORT: "0", OPS_PORT: "0", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString("utf8");
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString("utf8");
-  });
-  const [code] = (await once(child, "exit")) as [number];
-  return { code, stdout, stderr };
-}
+/** A program of the project run to its end, on ports the OS chooses should it listen. */
+const run = (args: readonly string[], env: Record<string, string> = {}) =>
+  runProgram(args, { env: { PORT: "0", OPS_PORT: "0", ...env } });
 
 const warnings = (gw: GatewayProcess, warning: string) =>
   gw.lines.filter((line) => line.level === "warn" && line.warning === warning);

@@ -1,8 +1,6 @@
 // The gateway program, as `npm start` runs it, reads OPENAPI_FILE as a 3.0 YAML document split over
 // two files, and takes its base path from the config file when the document's servers disagree.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -13,10 +11,11 @@ import { writeDocumentFiles } from "../support/openapi-documents.ts";
 import {
   type BackendProcess,
   type GatewayProcess,
+  runProgram,
   startDemoBackendProcess,
   startGatewayProcess,
 } from "../support/processes.ts";
-import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
+import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 const YAML_30 = join(PROJECT_ROOT, "test/fixtures/openapi-3.0/openapi.yaml");
@@ -70,16 +69,9 @@ test("OPENAPI_FILE naming a 3.0 YAML document split over two files starts the ga
 
 test("servers that disagree stop start-up in one line naming them; basePath in the config settles it", async () => {
   const openapi = disagreeingDocument();
-  const child = spawn(process.execPath, GATEWAY_PROGRAM, {
-    cwd: PROJECT_ROOT,
-    env: { ...childEnv(), PORT: "0", OPS_PORT: "0", OPENAPI_FILE: openapi },
-    stdio: ["ignore", "ignore", "pipe"],
+  const { code, stderr } = await runProgram(GATEWAY_PROGRAM, {
+    env: { PORT: "0", OPS_PORT: "0", OPENAPI_FILE: openapi },
   });
-  let stderr = "";
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const [code] = await once(child, "exit");
   assert.equal(code, 1);
   assert.equal(stderr.trim().split("\n").length, 1, stderr);
   assert.match(

@@ -1,6 +1,5 @@
 // Many processes: a cluster primary and its workers, started as `npm start` runs them.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
@@ -11,8 +10,8 @@ import { eventually } from "../support/eventually.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { type Sample, sampleValue, scrape } from "../support/metrics.ts";
-import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
-import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
+import { type GatewayProcess, runProgram, startGatewayProcess } from "../support/processes.ts";
+import { GATEWAY_PROGRAM } from "../support/program.ts";
 
 const accessLines = (gateway: GatewayProcess) => gateway.lines.filter((line) => line.msg === "request");
 /** The processes that wrote these lines. */
@@ -188,23 +187,9 @@ test("when no worker can start (a busy port), the group stops with the error ins
   await once(busy, "listening");
   try {
     const port = (busy.address() as AddressInfo).port;
-    const child = spawn(process.execPath, GATEWAY_PROGRAM, {
-      cwd: PROJECT_ROOT,
-      env: {
-        ...childEnv(),
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        OPS_PORT: "0",
-        WORKERS: "2",
-        LOG_LEVEL: "warn",
-      },
-      stdio: ["ignore", "ignore", "pipe"],
+    const { code, stderr } = await runProgram(GATEWAY_PROGRAM, {
+      env: { PORT: String(port), HOST: "127.0.0.1", OPS_PORT: "0", WORKERS: "2", LOG_LEVEL: "warn" },
     });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const [code] = await once(child, "exit");
     assert.equal(code, 1);
     assert.match(stderr, /^petstore-gateway: .*EADDRINUSE.*$/m);
   } finally {

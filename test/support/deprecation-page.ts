@@ -1,9 +1,7 @@
 // The deprecation page read back through a DOM, and the log command run as a user runs it.
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { parseHTML } from "linkedom";
 import type { DeprecationReport } from "../../policies/lifecycle/deprecation-report.ts";
-import { PROJECT_ROOT } from "./program.ts";
+import { type ProgramRun, runProgram } from "./processes.ts";
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -46,23 +44,6 @@ export function jsonFigures(report: DeprecationReport, quietDays = 14) {
 }
 
 /** `npm run deprecation-report -- args` with the lines on stdin. */
-export async function runReportCommand(
-  args: readonly string[],
-  lines: readonly string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ["scripts/deprecation-report.ts", ...args], {
-    cwd: PROJECT_ROOT,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString("utf8");
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString("utf8");
-  });
-  child.stdin.end(`${lines.join("\n")}\n`);
-  const [code] = (await once(child, "exit")) as [number];
-  return { code, stdout, stderr };
+export function runReportCommand(args: readonly string[], lines: readonly string[]): Promise<ProgramRun> {
+  return runProgram(["scripts/deprecation-report.ts", ...args], { stdin: `${lines.join("\n")}\n` });
 }

@@ -183,3 +183,37 @@ export function findProgram(name: string): string | undefined {
   }
   return undefined;
 }
+
+/** What a program run to its end left: its exit code and both outputs. */
+export interface ProgramRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * A program of the project (a CLI, the gateway refusing to start) run to its end in its own
+ * process: Node with `args` unless another program is named, a clean environment plus `env`, and
+ * `stdin` written then closed (nothing otherwise).
+ */
+export async function runProgram(
+  args: readonly string[],
+  options: { readonly program?: string; readonly env?: Record<string, string>; readonly stdin?: string } = {},
+): Promise<ProgramRun> {
+  const child = spawn(options.program ?? process.execPath, args, {
+    cwd: PROJECT_ROOT,
+    env: { ...childEnv(), ...options.env },
+    stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString("utf8");
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  if (options.stdin !== undefined) child.stdin?.end(options.stdin);
+  const [code] = (await once(child, "close")) as [number | null];
+  return { code, stdout, stderr };
+}
