@@ -15,10 +15,10 @@ import { CallerTally } from "../policies/lifecycle/deprecation-report.ts";
 import { reportToCsv } from "../policies/lifecycle/deprecation-report-formats.ts";
 import lifecycle, { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
 import { ViolationTally } from "../policies/response-contract/violation-log-lines.ts";
-import { loadConfig } from "../src/config.ts";
+import { loadConfigForCommand } from "../src/config.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 import { optionsOf } from "../src/policy.ts";
-import { DEFAULT_CONFIG_FILE } from "../src/project-files.ts";
+import { fromUserDirectory } from "../src/project-files.ts";
 
 const USAGE = `usage: deprecation-report [--format json|csv|html] [--now <ISO date>] [--openapi <file>] [--config <file>] [file ...]
 Reads gateway log lines (JSON, one per line; a prefix before the JSON is ignored) from the files
@@ -63,14 +63,7 @@ async function main(): Promise<number> {
     return 2;
   }
   // The dates as the gateway has them: the document's extension merged with the config's, by the same function.
-  const config = loadConfig({
-    policies,
-    env: {
-      ...process.env,
-      GATEWAY_CONFIG: values.config ?? (process.env.GATEWAY_CONFIG || DEFAULT_CONFIG_FILE),
-    },
-    ...(values.openapi === undefined ? {} : { overrides: { openapi: values.openapi } }),
-  });
+  const { config } = loadConfigForCommand(policies, { file: values.config, openapi: values.openapi });
   const api = loadApiDescription(config.openapi, { basePath: config.basePath });
   const { deprecations } = readLifecycle(api, optionsOf(config, lifecycle)?.operations);
   const facts = [...deprecations.values()].map((d) => deprecationFacts(d, api.basePath));
@@ -83,7 +76,7 @@ async function main(): Promise<number> {
   let calls = 0;
   const sources = positionals.length === 0 ? ["-"] : positionals;
   for (const source of sources) {
-    const input = source === "-" ? process.stdin : createReadStream(source);
+    const input = source === "-" ? process.stdin : createReadStream(fromUserDirectory(source));
     for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
       lines++;
       if (recordLogLine(tally, line, daily)) calls++;

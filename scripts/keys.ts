@@ -18,7 +18,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import {
   CONSUMER_PATTERN,
@@ -30,8 +30,8 @@ import {
   type KeyFile,
   parseKeyFile,
 } from "../policies/auth/key-file.ts";
+import { fromUserDirectory, PROJECT_ROOT } from "../src/project-files.ts";
 
-const PROJECT_ROOT = resolve(import.meta.dirname, "..");
 const USAGE = `usage: npm run keys -- <command> [--file <path>]
   add <consumer> [--not-after <date>]    generate a key for <consumer>; prints it once
   list                                   consumers and the first ${DIGEST_PREFIX_LENGTH} hex digits of each key's digest
@@ -56,14 +56,8 @@ function main(argv: readonly string[]): void {
   }
   const [command, consumer, ...rest] = positionals;
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
-  // npm runs scripts from the package root; a relative --file means relative to where the user was.
-  const base = process.env.INIT_CWD ?? process.cwd();
-  const file =
-    values.file !== undefined
-      ? resolve(base, values.file)
-      : process.env.API_KEYS_FILE
-        ? resolve(base, process.env.API_KEYS_FILE)
-        : join(PROJECT_ROOT, "config/api-keys.json");
+  const typed = values.file ?? process.env.API_KEYS_FILE;
+  const file = typed ? fromUserDirectory(typed) : join(PROJECT_ROOT, "config/api-keys.json");
   const mode = fileMode(values.mode);
   if (mode !== undefined && command === "list") throw new UsageError("list takes no --mode");
   switch (command) {

@@ -7,11 +7,11 @@
 import { isAbsolute, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import policies from "../policies/index.ts";
-import { loadConfig } from "../src/config.ts";
+import { loadConfigForCommand } from "../src/config.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 import { planGateway } from "../src/plan.ts";
 import { planJson, planText } from "../src/plan-text.ts";
-import { DEFAULT_CONFIG_FILE } from "../src/project-files.ts";
+import { fromUserDirectory } from "../src/project-files.ts";
 import { StartupError } from "../src/startup-errors.ts";
 import { chooseUpstream } from "../src/upstream-choice.ts";
 
@@ -47,12 +47,10 @@ function main(): number {
     process.stderr.write(`plan: --now ${values.now} is not a date\n`);
     return 2;
   }
-  const configFile = values.config ?? (process.env.GATEWAY_CONFIG || DEFAULT_CONFIG_FILE);
   try {
-    const config = loadConfig({
-      policies,
-      env: { ...process.env, GATEWAY_CONFIG: configFile },
-      ...(values.openapi === undefined ? {} : { overrides: { openapi: values.openapi } }),
+    const { config, file: configFile } = loadConfigForCommand(policies, {
+      file: values.config,
+      openapi: values.openapi,
     });
     const choice = chooseUpstream(config);
     const api = loadApiDescription(config.openapi, { basePath: config.basePath });
@@ -74,9 +72,9 @@ function main(): number {
   }
 }
 
-/** A path as the user would type it: relative to the working directory when inside it. */
+/** A path as the user would type it: relative to their directory when inside it. */
 function shown(file: string): string {
-  const path = relative(process.cwd(), resolve(file));
+  const path = relative(fromUserDirectory("."), resolve(file));
   return path.startsWith("..") || isAbsolute(path) ? file : path;
 }
 

@@ -6,7 +6,7 @@ import { configSchema, type GatewayConfig } from "./config-schema.ts";
 import { escapePointerToken } from "./json/pointer.ts";
 import { parseJsonText } from "./json/syntax-error.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
-import { DEFAULT_CONFIG_FILE } from "./project-files.ts";
+import { DEFAULT_CONFIG_FILE, fromUserDirectory } from "./project-files.ts";
 import { describeSchemaError } from "./schema-error.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ConfigError } from "./startup-errors.ts";
@@ -43,9 +43,14 @@ export interface LoadConfigOptions {
   readonly policies: readonly AnyPolicyDefinition[];
 }
 
+/** The config file the gateway reads: GATEWAY_CONFIG, else config/gateway.json. */
+export function configFileOf(env: NodeJS.ProcessEnv): string {
+  return env.GATEWAY_CONFIG || DEFAULT_CONFIG_FILE;
+}
+
 export function loadConfig(options: LoadConfigOptions): GatewayConfig {
   const env = options.env ?? process.env;
-  const file = env.GATEWAY_CONFIG || DEFAULT_CONFIG_FILE;
+  const file = configFileOf(env);
   let raw: Record<string, unknown>;
   try {
     raw = parseJsonText(readFileSync(file, "utf8")) as Record<string, unknown>;
@@ -147,4 +152,22 @@ function deepFreeze<T>(value: T): T {
     for (const child of Object.values(value)) deepFreeze(child);
   }
   return value;
+}
+
+/**
+ * The config as start-up reads it, for a command that reports on it without starting (plan, the
+ * deprecation report): `file` instead of GATEWAY_CONFIG and `openapi` instead of the config's
+ * document, each a path from the user's directory.
+ */
+export function loadConfigForCommand(
+  policies: readonly AnyPolicyDefinition[],
+  given: { readonly file?: string | undefined; readonly openapi?: string | undefined },
+): { readonly config: GatewayConfig; readonly file: string } {
+  const file = given.file === undefined ? configFileOf(process.env) : fromUserDirectory(given.file);
+  const config = loadConfig({
+    policies,
+    env: { ...process.env, GATEWAY_CONFIG: file },
+    ...(given.openapi === undefined ? {} : { overrides: { openapi: fromUserDirectory(given.openapi) } }),
+  });
+  return { config, file };
 }

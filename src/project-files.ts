@@ -8,6 +8,14 @@ export const PROJECT_ROOT = projectRoot(import.meta.dirname);
 export const DEFAULT_CONFIG_FILE = resolve(PROJECT_ROOT, "config/gateway.json");
 export const DEFAULT_OPENAPI_FILE = resolve(PROJECT_ROOT, "config/openapi.json");
 
+/**
+ * A path a user typed to a command, from the directory they typed it in: npm runs a package's
+ * scripts from its root, and says where the user was in INIT_CWD.
+ */
+export function fromUserDirectory(path: string): string {
+  return resolve(process.env.INIT_CWD ?? process.cwd(), path);
+}
+
 function projectRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
     if (existsSync(resolve(dir, "package.json"))) return dir;

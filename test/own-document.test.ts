@@ -3,7 +3,7 @@
 // deprecated and which media types a body may have; the config dates what the document does not;
 // start-up says, one warn line each, what the gateway will not do as the document asks.
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
 import { boundedConfigFile } from "./support/config-file.ts";
@@ -174,6 +174,17 @@ describe("npm run plan", { concurrency: true }, () => {
     );
     assert.doesNotMatch(stdout, /inferred/);
     assert.match(stdout, /not enforced as written[^\n]*\n {2}nothing\n$/);
+  });
+
+  test("run through npm from another directory, the paths typed there are read from there", async () => {
+    // npm runs the script from the package root and says in INIT_CWD where the user was.
+    const where = dirname(OWN_DOCUMENT);
+    const { code, stdout, stderr } = await run(
+      ["scripts/plan.ts", "--openapi", basename(OWN_DOCUMENT), "--now", NOW],
+      { GATEWAY_CONFIG: boundedConfigFile(), INIT_CWD: where },
+    );
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, new RegExp(`^document ${basename(OWN_DOCUMENT).replace(".", "\\.")}, `, "m"));
   });
 
   test("--format json on a team's own document: public first, inferred rules report-only, what is ignored", async () => {
