@@ -194,11 +194,17 @@ export interface ProgramRun {
 /**
  * A program of the project (a CLI, the gateway refusing to start) run to its end in its own
  * process: Node with `args` unless another program is named, a clean environment plus `env`, and
- * `stdin` written then closed (nothing otherwise).
+ * `stdin` written then closed (nothing otherwise), killed after `timeoutMs` (30 s).
  */
 export async function runProgram(
   args: readonly string[],
-  options: { readonly program?: string; readonly env?: Record<string, string>; readonly stdin?: string } = {},
+  options: {
+    readonly program?: string;
+    readonly env?: Record<string, string>;
+    readonly stdin?: string;
+    /** Past this the program is killed and the run fails: a program that should end never hangs a test. */
+    readonly timeoutMs?: number;
+  } = {},
 ): Promise<ProgramRun> {
   const child = spawn(options.program ?? process.execPath, args, {
     cwd: PROJECT_ROOT,
@@ -213,7 +219,17 @@ export async function runProgram(
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString("utf8");
   });
+  // A program that ends before reading all of its input must fail an assertion, not the file (EPIPE).
+  child.stdin?.on("error", () => {});
   if (options.stdin !== undefined) child.stdin?.end(options.stdin);
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill("SIGKILL");
+  }, timeoutMs);
   const [code] = (await once(child, "close")) as [number | null];
+  clearTimeout(timer);
+  if (timedOut) throw new Error(`${args.join(" ")} did not end within ${timeoutMs} ms; stderr: ${stderr}`);
   return { code, stdout, stderr };
 }
