@@ -21,24 +21,37 @@ export function isWildcardMediaType(value: string): boolean {
   return mediaTypeEssence(value).includes("*");
 }
 
-/** The declared key a Content-Type matches, the most specific first; undefined when none does. */
+/**
+ * How a request's Content-Type finds its declared key, the most specific first (undefined when
+ * none does): built once per operation, so that a request costs the essence of its own header
+ * and a comparison per key, not the essence of every key again.
+ */
+export function mediaTypeMatcher<T extends { readonly mediaType: string }>(
+  declared: readonly T[],
+): (contentType: string) => T | undefined {
+  const keys = declared.map((entry) => ({ entry, essence: mediaTypeEssence(entry.mediaType) }));
+  return (contentType) => {
+    const essence = mediaTypeEssence(contentType);
+    const slash = essence.indexOf("/");
+    if (slash <= 0 || slash === essence.length - 1) return undefined;
+    const range = `${essence.slice(0, slash)}/*`;
+    let byRange: T | undefined;
+    let any: T | undefined;
+    for (const key of keys) {
+      if (key.essence === essence) return key.entry;
+      if (key.essence === range) byRange ??= key.entry;
+      else if (key.essence === "*/*") any ??= key.entry;
+    }
+    return byRange ?? any;
+  };
+}
+
+/** The declared key a Content-Type matches (mediaTypeMatcher, once). */
 export function matchMediaType<T extends { readonly mediaType: string }>(
   declared: readonly T[],
   contentType: string,
 ): T | undefined {
-  const essence = mediaTypeEssence(contentType);
-  const slash = essence.indexOf("/");
-  if (slash <= 0 || slash === essence.length - 1) return undefined;
-  const range = `${essence.slice(0, slash)}/*`;
-  let byRange: T | undefined;
-  let any: T | undefined;
-  for (const entry of declared) {
-    const key = mediaTypeEssence(entry.mediaType);
-    if (key === essence) return entry;
-    if (key === range) byRange ??= entry;
-    else if (key === "*/*") any ??= entry;
-  }
-  return byRange ?? any;
+  return mediaTypeMatcher(declared)(contentType);
 }
 
 /** The key of a `content` map whose schema describes a JSON answer: application/json, else the first +json. */

@@ -7,12 +7,15 @@ import { isUtf8 } from "node:buffer";
 import type { JSONSchemaType } from "ajv";
 import { declareErrors } from "../../src/errors.ts";
 import { parseRequestJson } from "../../src/json/request-body.ts";
-import { isJsonMediaType, matchMediaType } from "../../src/media-types.ts";
+import { isJsonMediaType, mediaTypeMatcher } from "../../src/media-types.ts";
 import type { MediaTypeSpec } from "../../src/openapi.ts";
 import { checkParameter } from "../../src/parameters.ts";
 import { definePolicy } from "../../src/policy.ts";
 import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";
 import { quotedClientText } from "../../src/untrusted-text.ts";
+
+/** How a body's schema error names the value: the client wrote it. */
+const BODY_WORDING = untrustedValueWording("body");
 
 export interface RequestValidationOptions {
   /** Query parameters the document does not declare: refused (400) or passed on unchecked. */
@@ -88,14 +91,16 @@ export default definePolicy<RequestValidationOptions>({
         const declared = operation.queryParameters;
         const required = [...declared.values()].filter((spec) => spec.required);
         const body = operation.requestBody;
-        const mediaTypes = body?.content ?? [];
-        const unsupported = errors.error(
-          "UNSUPPORTED_MEDIA_TYPE",
-          `the request body must be sent as Content-Type: ${body?.mediaTypes.join(" or ")}`,
-        );
+        const unsupported =
+          body &&
+          errors.error(
+            "UNSUPPORTED_MEDIA_TYPE",
+            `the request body must be sent as Content-Type: ${body.mediaTypes.join(" or ")}`,
+          );
         // The declared entry a request's body is read by (its JSON schema, or none).
+        const matchDeclared = mediaTypeMatcher(body?.content ?? []);
         const mediaTypeOf = (contentType: string | undefined): MediaTypeSpec | undefined =>
-          contentType === undefined ? undefined : matchMediaType(mediaTypes, contentType);
+          contentType === undefined ? undefined : matchDeclared(contentType);
         return {
           onRequest(exchange) {
             for (const spec of operation.pathParameters) {
@@ -156,10 +161,7 @@ export default definePolicy<RequestValidationOptions>({
             }
             const { validate } = mediaType;
             if (validate && !validate(parsed.value)) {
-              return errors.error(
-                "INVALID_BODY",
-                describeSchemaError(validate.errors, untrustedValueWording("body")),
-              );
+              return errors.error("INVALID_BODY", describeSchemaError(validate.errors, BODY_WORDING));
             }
             return undefined;
           },

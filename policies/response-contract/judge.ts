@@ -11,6 +11,9 @@ import type { OperationPlan } from "./plan.ts";
 import type { Violation } from "./report.ts";
 import { checkRule, isObject } from "./rules.ts";
 
+/** How an answer's schema error names the value: the backend wrote it. */
+const ANSWER_WORDING = untrustedValueWording("the answer");
+
 const MESSAGE_MAX = 200;
 
 /** The violations of one answer, or undefined when it keeps the contract. */
@@ -130,7 +133,7 @@ function schemaViolation(
     message:
       error.keyword === "required"
         ? `${pointer} is required`
-        : cutText(describeSchemaError(errors, untrustedValueWording("the answer")), MESSAGE_MAX),
+        : cutText(describeSchemaError(errors, ANSWER_WORDING), MESSAGE_MAX),
     excerpt: excerpt(at, name, exchange),
   };
 }
