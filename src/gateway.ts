@@ -62,15 +62,14 @@ export function createGateway(options: GatewayOptions): Gateway {
   const api = loadApiDescription(config.openapi, { basePath: config.basePath });
   const now = options.now ?? Date.now;
   // What `npm run plan` prints, by the same functions: what the document asks for and the
-  // gateway will not do as asked is said once, at start-up, one warn line each.
-  const plan = planGateway({
-    api,
-    config,
-    policies: options.policies,
-    environment: options.environment,
-    now,
-  });
-  if (options.startupWarnings ?? true) logPlanWarnings(logger, plan);
+  // gateway will not do as asked is said once, at start-up, one warn line each (a cluster's
+  // workers leave it to the primary: the policies' create() refuses what the plan would).
+  if (options.startupWarnings ?? true) {
+    logPlanWarnings(
+      logger,
+      planGateway({ api, config, policies: options.policies, environment: options.environment, now }),
+    );
+  }
   const context: PolicyContext = {
     api,
     logger,
