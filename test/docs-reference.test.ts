@@ -39,6 +39,14 @@ for (const [path, generated] of Object.entries(pages)) {
   });
 }
 
+test("the generator writes the three reference pages the docs link to", () => {
+  assert.deepEqual(Object.keys(pages).sort(), [
+    "docs/reference/configuration.md",
+    "docs/reference/errors.md",
+    "docs/reference/metrics.md",
+  ]);
+});
+
 test("every reference page says it is generated, in its first line", () => {
   for (const [path, text] of Object.entries(pages)) {
     assert.equal(text.split("\n")[0], GENERATED, path);

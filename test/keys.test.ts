@@ -184,10 +184,16 @@ describe("npm run keys", () => {
 
   test("add --mode 0644 makes a file others can read whatever the umask, and later edits keep the mode", async () => {
     const file = join(directory, "shared.json");
-    await add(file, "acme", "--mode", "0644");
-    assert.equal(statSync(file).mode & 0o777, 0o644);
-    await add(file, "beta");
-    assert.equal(statSync(file).mode & 0o777, 0o644);
+    // The CLI inherits this umask: with it, a file created without fchmod would come out 0600.
+    const umask = process.umask(0o077);
+    try {
+      await add(file, "acme", "--mode", "0644");
+      assert.equal(statSync(file).mode & 0o777, 0o644);
+      await add(file, "beta");
+      assert.equal(statSync(file).mode & 0o777, 0o644);
+    } finally {
+      process.umask(umask);
+    }
   });
 
   test("a key file made with --mode 0644 is read by the image's non-root user, uid 1000", {

@@ -125,8 +125,9 @@ describe("clients that never read", () => {
         `heapUsed+arrayBuffers after GC: ${(baseline.held / MB).toFixed(1)} MB before, ${(afterLeaving.held / MB).toFixed(1)} MB after`,
     );
     // The goal is 100 MB. With npm start's flags the growth is what is held (64 MiB of answers)
-    // plus V8's heap after validating ~150 answers of 1 MB in a burst; the soak's hostile mode
-    // reports the same figure for the build. Bounded here, not tight.
+    // plus the allocator's and V8's share after validating ~150 answers of 1 MB in a burst:
+    // +70 to +124 MB measured on 2026-11-25 (bench/results/2026-11-25-shutdown-resets-and-
+    // held-memory.md). Bounded here, with room for a loaded machine, not tight.
     assert.ok(peak - rssBefore < 200 * MB, `RSS grew by ${((peak - rssBefore) / MB).toFixed(0)} MB`);
     // Still serving.
     const probe = await fetch(`${gateway.opsUrl}/healthz`);

@@ -377,6 +377,7 @@ describe("deploy/prometheus/alerts.yml", () => {
 
   test("every alert is tested firing and quiet, and has a summary, a description and a runbook section", () => {
     const alertsPage = readFileSync(at("docs/operations/alerts.md"), "utf8");
+    assert.equal(rules.length, 9, "the alerts of docs/operations/alerts.md");
     for (const rule of rules) {
       const checks = ruleTests.tests
         .flatMap((test) => test.alert_rule_test)
@@ -441,7 +442,9 @@ describe("the rule tests' input series come from a real scrape", () => {
 
   test("every input series of the rule tests, less the job and instance Prometheus adds, is a series of the scrape", () => {
     const series = new Set(scraped.map((sample) => key(sample.name, sample.labels)));
-    for (const input of ruleTests.tests.flatMap((test) => test.input_series)) {
+    const inputs = ruleTests.tests.flatMap((test) => test.input_series);
+    assert.ok(inputs.length > 0, "the rule tests have input series");
+    for (const input of inputs) {
       const [sample] = parsePrometheus(`${input.series} 0`);
       assert.ok(sample, input.series);
       if (EXTERNAL[sample.name] !== undefined) continue;

@@ -20,8 +20,8 @@ test("recheck judges every regex the gateway runs on untrusted text safe from ca
     assert.equal(diagnostics.status, "safe", `${name} ${value}: ${verdict}`);
     judged.push(`${name}: ${verdict}`);
   }
-  // The module holds them all: an empty list would mean they moved out of the test's sight.
-  assert.ok(judged.length >= 15, judged.join("\n"));
+  // The module holds them all (16 today): fewer would mean one moved out of the test's sight.
+  assert.ok(judged.length >= 16, judged.join("\n"));
   console.log(judged.join("\n"));
   // The judge itself: the regex that froze the gateway is found out.
   assert.equal(checkSync(CREDENTIAL_QUERY.source, CREDENTIAL_QUERY.flags).status, "vulnerable");
