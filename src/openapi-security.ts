@@ -3,7 +3,7 @@
 // document states it; what the gateway makes of it (a bearer key, always, unless the operation
 // itself says `security: []`) is the auth policy's decision.
 
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+import { isJsonObject, type Json } from "./openapi/json-object.ts";
 
 export interface SecurityScheme {
   /** The name the requirement uses (a key of components.securitySchemes). */
@@ -37,12 +37,12 @@ export function securityOf(
   if (requirement === undefined) return { declaredBy, alternatives: [] };
   const place = declaredBy === "operation" ? `${where}.security` : "security";
   if (!Array.isArray(requirement)) throw new Error(`${place} must be an array`);
-  const schemes = isObject(securitySchemes) ? securitySchemes : {};
+  const schemes = isJsonObject<Json>(securitySchemes) ? securitySchemes : {};
   const alternatives = requirement.map((alternative, index) => {
-    if (!isObject(alternative)) throw new Error(`${place}[${index}] must be an object`);
+    if (!isJsonObject<Json>(alternative)) throw new Error(`${place}[${index}] must be an object`);
     return Object.keys(alternative).map((name): SecurityScheme => {
       const declared = schemes[name];
-      const scheme = isObject(declared) ? declared : undefined;
+      const scheme = isJsonObject<Json>(declared) ? declared : undefined;
       return {
         name,
         type: typeof scheme?.type === "string" ? scheme.type : undefined,
@@ -51,8 +51,4 @@ export function securityOf(
     });
   });
   return { declaredBy, alternatives };
-}
-
-function isObject(value: Json | undefined): value is { [key: string]: Json } {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

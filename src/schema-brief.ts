@@ -1,6 +1,8 @@
 // A document's schema in a few words, for the plan ("NewPet: object {name*: string, ...}"), and
 // the one-step $ref lookup that reading a schema's shape needs (components.schemas only).
 
+import { isJsonObject } from "./openapi/json-object.ts";
+
 const COMPONENT_SCHEMA = "#/components/schemas/";
 const MAX_PROPERTIES = 12;
 
@@ -10,7 +12,7 @@ type Schemas = Readonly<Record<string, unknown>>;
 export function resolveSchema(schema: unknown, schemas: Schemas): Record<string, unknown> | undefined {
   let current = schema;
   for (let hops = 0; hops < 16; hops++) {
-    if (!isObject(current)) return undefined;
+    if (!isJsonObject(current)) return undefined;
     const ref = current.$ref;
     if (typeof ref !== "string") return current;
     if (!ref.startsWith(COMPONENT_SCHEMA)) return undefined;
@@ -22,12 +24,12 @@ export function resolveSchema(schema: unknown, schemas: Schemas): Record<string,
 /** The property names of an object schema (after its $ref), or undefined when it is not one. */
 export function propertiesOf(schema: unknown, schemas: Schemas): Record<string, unknown> | undefined {
   const resolved = resolveSchema(schema, schemas);
-  return resolved && isObject(resolved.properties) ? resolved.properties : undefined;
+  return resolved && isJsonObject(resolved.properties) ? resolved.properties : undefined;
 }
 
 /** Whether a property is readOnly (or writeOnly), on itself or on the schema its $ref names. */
 export function isMarked(schema: unknown, flag: "readOnly" | "writeOnly", schemas: Schemas): boolean {
-  return (isObject(schema) && schema[flag] === true) || resolveSchema(schema, schemas)?.[flag] === true;
+  return (isJsonObject(schema) && schema[flag] === true) || resolveSchema(schema, schemas)?.[flag] === true;
 }
 
 /**
@@ -51,10 +53,10 @@ function shapeOf(
   if (Array.isArray(schema.enum)) return `one of ${schema.enum.map((v) => JSON.stringify(v)).join(", ")}`;
   const type = Array.isArray(schema.type) ? schema.type.join(" or ") : schema.type;
   if (type === "array") return `array of ${inner(schema.items, schemas, depth)}`;
-  if (type === "object" || isObject(schema.properties)) {
+  if (type === "object" || isJsonObject(schema.properties)) {
     if (depth <= 0) return "object";
     const required = new Set(Array.isArray(schema.required) ? schema.required : []);
-    const entries = Object.entries(isObject(schema.properties) ? schema.properties : {});
+    const entries = Object.entries(isJsonObject(schema.properties) ? schema.properties : {});
     const shown = entries.slice(0, MAX_PROPERTIES).map(([key, value]) => {
       if (asRequest && isMarked(value, "readOnly", schemas)) return `${key} (read-only, refused)`;
       return `${key}${required.has(key) ? "*" : ""}: ${inner(value, schemas, depth - 1)}`;
@@ -75,15 +77,11 @@ function shapeOf(
 function inner(schema: unknown, schemas: Schemas, depth: number): string {
   const name = refName(schema);
   if (name !== undefined) return name;
-  return isObject(schema) ? shapeOf(schema, schemas, depth) : "any value";
+  return isJsonObject(schema) ? shapeOf(schema, schemas, depth) : "any value";
 }
 
 function refName(schema: unknown): string | undefined {
-  const ref = isObject(schema) ? schema.$ref : undefined;
+  const ref = isJsonObject(schema) ? schema.$ref : undefined;
   if (typeof ref !== "string") return undefined;
   return ref.startsWith(COMPONENT_SCHEMA) ? ref.slice(COMPONENT_SCHEMA.length) : ref;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

@@ -3,13 +3,14 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { ErrorObject } from "ajv";
 import { escapePointerToken, unescapePointerToken } from "../../src/json/pointer.ts";
+import { isJsonObject } from "../../src/openapi/json-object.ts";
 import type { Exchange, UpstreamAnswer } from "../../src/policy.ts";
 import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";
 import { cutText, JSON_FAMILY_MEDIA_TYPE } from "../../src/untrusted-text.ts";
 import { excerpt, headerExcerpt, jsonErrorExcerpt } from "./excerpt.ts";
 import type { OperationPlan } from "./plan.ts";
 import type { Violation } from "./report.ts";
-import { checkRule, isObject } from "./rules.ts";
+import { checkRule } from "./rules.ts";
 
 /** How an answer's schema error names the value: the backend wrote it. */
 const ANSWER_WORDING = untrustedValueWording("the answer");
@@ -90,7 +91,7 @@ export function judge(
     ];
   }
   if (!validate(value)) return [schemaViolation(validate.errors, value, exchange)];
-  if (declared.errorObject && isObject(value) && value.status !== status) {
+  if (declared.errorObject && isJsonObject(value) && value.status !== status) {
     // A client that reads the body, not the status line, would act on the wrong status.
     const shown = excerpt(value.status, "status", exchange);
     return [
@@ -153,7 +154,7 @@ function valueAt(value: unknown, pointer: string): unknown {
   for (const raw of pointer.slice(1).split("/")) {
     const token = unescapePointerToken(raw);
     if (Array.isArray(node)) node = node[Number(token)];
-    else if (isObject(node)) node = node[token];
+    else if (isJsonObject(node)) node = node[token];
     else return undefined;
   }
   return node;

@@ -2,6 +2,7 @@
 // limit, items of the status the filter asked for, the resource the path named, a created
 // resource that echoes what was sent. Integers beyond 2^53 are compared on their exact source.
 import { mayHoldUnsafeIntegers, parseWithExactIntegers } from "../../src/json/integers.ts";
+import { isJsonObject } from "../../src/openapi/json-object.ts";
 import type { Exchange } from "../../src/policy.ts";
 import { excerpt } from "./excerpt.ts";
 import type { Rule } from "./plan.ts";
@@ -32,7 +33,7 @@ export function checkRule(
       if (wanted === undefined || !Array.isArray(value)) return undefined;
       for (let index = 0; index < value.length; index++) {
         const item: unknown = value[index];
-        const field = isObject(item) ? item[rule.field] : undefined;
+        const field = isJsonObject(item) ? item[rule.field] : undefined;
         if (equalsText(field, wanted, text, index, rule.field)) continue;
         const shown = excerpt(exactField(text, index, rule.field, field), rule.field, exchange);
         return {
@@ -46,7 +47,7 @@ export function checkRule(
     }
     case "identity": {
       const wanted = parameterText(exchange, rule.parameter);
-      if (wanted === undefined || !isObject(value)) return undefined;
+      if (wanted === undefined || !isJsonObject(value)) return undefined;
       const field = value[rule.field];
       if (equalsText(field, wanted, text, undefined, rule.field)) return undefined;
       const shown = excerpt(exactField(text, undefined, rule.field, field), rule.field, exchange);
@@ -58,7 +59,7 @@ export function checkRule(
       };
     }
     case "echo": {
-      if (exchange.body === undefined || !isObject(value)) return undefined;
+      if (exchange.body === undefined || !isJsonObject(value)) return undefined;
       const requestText = exchange.body.toString("utf8");
       // Parsed again here, rather than handed over by request validation: policies share no
       // private channel, and only a created resource's answer (small) is compared.
@@ -68,7 +69,7 @@ export function checkRule(
       } catch {
         return undefined; // request validation refuses such bodies; nothing to compare with
       }
-      if (!isObject(sent)) return undefined;
+      if (!isJsonObject(sent)) return undefined;
       for (const { name, token } of rule.fields) {
         const asked = sent[name];
         if (asked === undefined) continue;
@@ -157,9 +158,5 @@ function exactField(text: string, index: number | undefined, field: string, pars
   const root = parseWithExactIntegers(text);
   if (root === undefined) return parsed;
   const holder = index === undefined ? root : Array.isArray(root) ? root[index] : undefined;
-  return isObject(holder) ? holder[field] : parsed;
-}
-
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
+  return isJsonObject(holder) ? holder[field] : parsed;
 }

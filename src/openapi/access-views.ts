@@ -6,6 +6,7 @@
 // properties in that place. 3.0 and 3.1 documents alike.
 import { _, type Ajv } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
+import { isJsonObject } from "./json-object.ts";
 
 type JsonObject = { [key: string]: unknown };
 
@@ -50,7 +51,7 @@ export function marksAny(schemas: unknown, direction: Direction): boolean {
   const flag = FLAG[direction];
   const visit = (value: unknown): boolean => {
     if (Array.isArray(value)) return value.some(visit);
-    if (!isObject(value)) return false;
+    if (!isJsonObject(value)) return false;
     return value[flag] === true || Object.values(value).some(visit);
   };
   return visit(schemas);
@@ -79,11 +80,11 @@ class View {
   /** The view of one schema; `inherited` are names an enclosing allOf hides, which its members must not require. */
   of(schema: unknown, inherited: ReadonlySet<string>): unknown {
     if (Array.isArray(schema)) return schema.map((item) => this.of(item, new Set()));
-    if (!isObject(schema)) return schema;
+    if (!isJsonObject(schema)) return schema;
     const hidden = new Set([...inherited, ...this.#hiddenIn(schema, new Set())]);
     const out: JsonObject = {};
     for (const [key, child] of Object.entries(schema)) {
-      if (key === "properties" && isObject(child)) {
+      if (key === "properties" && isJsonObject(child)) {
         const properties: JsonObject = {};
         for (const [name, property] of Object.entries(child)) {
           properties[name] = this.#hides(property, new Set()) ? this.#refused : this.of(property, new Set());
@@ -96,7 +97,7 @@ class View {
         out[key] = child.map((member) => this.of(member, key === "prefixItems" ? new Set() : hidden));
       } else if (SUBSCHEMA.includes(key)) {
         out[key] = this.of(child, new Set());
-      } else if ((key === "patternProperties" || key === "$defs") && isObject(child)) {
+      } else if ((key === "patternProperties" || key === "$defs") && isJsonObject(child)) {
         const map: JsonObject = {};
         for (const [name, sub] of Object.entries(child)) map[name] = this.of(sub, new Set());
         out[key] = map;
@@ -109,7 +110,7 @@ class View {
 
   /** Whether a property's schema carries the flag, itself, through its $ref or through an allOf member. */
   #hides(schema: unknown, seen: Set<string>): boolean {
-    if (!isObject(schema)) return false;
+    if (!isJsonObject(schema)) return false;
     if (schema[this.#flag] === true) return true;
     const target = this.#component(schema.$ref, seen);
     if (target !== undefined && this.#hides(target, seen)) return true;
@@ -119,7 +120,7 @@ class View {
   /** The property names an object schema hides: its own, and those of the schemas its allOf includes. */
   #hiddenIn(schema: JsonObject, seen: Set<string>): ReadonlySet<string> {
     const names = new Set<string>();
-    if (isObject(schema.properties)) {
+    if (isJsonObject(schema.properties)) {
       for (const [name, property] of Object.entries(schema.properties)) {
         if (this.#hides(property, new Set())) names.add(name);
       }
@@ -128,7 +129,7 @@ class View {
     const ref = schema.$ref;
     if (typeof ref === "string") members.push({ $ref: ref });
     for (const member of members) {
-      if (!isObject(member)) continue;
+      if (!isJsonObject(member)) continue;
       const name = typeof member.$ref === "string" ? member.$ref : undefined;
       const known = name === undefined ? undefined : this.#hiddenNames.get(name);
       if (known !== undefined) {
@@ -149,10 +150,6 @@ class View {
     if (typeof ref !== "string" || !ref.startsWith(COMPONENT_REF) || seen.has(ref)) return undefined;
     seen.add(ref);
     const target = this.#components[ref.slice(COMPONENT_REF.length)];
-    return isObject(target) ? target : undefined;
+    return isJsonObject(target) ? target : undefined;
   }
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

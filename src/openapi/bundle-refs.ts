@@ -12,6 +12,7 @@
 import { realpathSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import { escapePointerToken, unescapePointerToken } from "../json/pointer.ts";
+import { isJsonObject } from "./json-object.ts";
 
 type JsonObject = { [key: string]: unknown };
 export type ReadFile = (file: string, name: string) => unknown;
@@ -67,18 +68,18 @@ class Bundle {
     this.#folder = dirname(this.#rootFile);
     const root = read(this.#rootFile, "the file");
     this.#files.set(this.#rootFile, root);
-    if (!isObject(root)) {
+    if (!isJsonObject(root)) {
       this.document = root;
       return;
     }
-    const components = isObject(root.components) ? root.components : undefined;
-    const schemas = components && isObject(components.schemas) ? components.schemas : {};
+    const components = isJsonObject(root.components) ? root.components : undefined;
+    const schemas = components && isJsonObject(components.schemas) ? components.schemas : {};
     for (const name of Object.keys(schemas)) this.#usedNames.add(name);
     // An entry that only refers to another file (`Pet: {$ref: ./pet.yaml}`) names that schema,
     // wherever else it is referred to from.
     const entriesElsewhere = new Map<string, { file: string; pointer: string; ref: string }>();
     for (const [name, schema] of Object.entries(schemas)) {
-      const ref = isObject(schema) && Object.keys(schema).length === 1 ? schema.$ref : undefined;
+      const ref = isJsonObject(schema) && Object.keys(schema).length === 1 ? schema.$ref : undefined;
       if (typeof ref !== "string") continue;
       const target = this.#target(ref, { file: this.#rootFile, schema: true });
       if (target.file === this.#rootFile || this.#schemaNames.has(target.key)) continue;
@@ -94,7 +95,7 @@ class Bundle {
       const walked: JsonObject = {};
       for (const [kind, entries] of Object.entries(components)) {
         walked[kind] =
-          kind === "schemas" && isObject(entries)
+          kind === "schemas" && isJsonObject(entries)
             ? this.#walkComponentSchemas(entries, entriesElsewhere)
             : this.#walk(entries, { file: this.#rootFile, schema: false });
       }
@@ -127,7 +128,7 @@ class Bundle {
 
   #walk(value: unknown, place: Place): unknown {
     if (Array.isArray(value)) return value.map((item) => this.#walk(item, place));
-    if (!isObject(value)) return value;
+    if (!isJsonObject(value)) return value;
     if (typeof value.$ref === "string") {
       const replaced = this.#followRef(value, value.$ref, place);
       if (replaced !== undefined) return replaced;
@@ -137,7 +138,7 @@ class Bundle {
       if (key.startsWith("x-")) out[key] = child;
       else if (place.schema) {
         if (SCHEMA_DATA_KEYWORDS.has(key)) out[key] = child;
-        else if (SCHEMA_MAP_KEYWORDS.has(key) && isObject(child)) {
+        else if (SCHEMA_MAP_KEYWORDS.has(key) && isJsonObject(child)) {
           const map: JsonObject = {};
           for (const [name, schema] of Object.entries(child)) map[name] = this.#walk(schema, place);
           out[key] = map;
@@ -273,7 +274,7 @@ class Bundle {
     for (const token of target.pointer.slice(1).split("/").map(unescapePointerToken)) {
       if (Array.isArray(node) && /^(?:0|[1-9][0-9]*)$/.test(token) && Number(token) < node.length) {
         node = node[Number(token)];
-      } else if (isObject(node) && Object.hasOwn(node, token)) {
+      } else if (isJsonObject(node) && Object.hasOwn(node, token)) {
         node = node[token];
       } else {
         throw new Error(`$ref ${ref}: ${this.#nameOf(target.file)} has nothing at ${target.pointer}`);
@@ -306,8 +307,4 @@ class Bundle {
   #nameOf(file: string): string {
     return file === this.#rootFile ? "the document" : relative(this.#folder, file);
   }
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

@@ -8,6 +8,8 @@
 // Nothing else a validator reads differs: type, format (int64 stays the exact check the
 // parameters and the body parser make), enum, bounds, required, properties, items, allOf, ...
 
+import { isJsonObject } from "./json-object.ts";
+
 type JsonObject = { [key: string]: unknown };
 
 /** Members of a $ref's object that say something of the place, not the schema; kept for the access views. */
@@ -37,7 +39,7 @@ export function translateSchemas30(document: JsonObject): JsonObject {
 
 function walkDocument(value: unknown, path: readonly string[]): unknown {
   if (Array.isArray(value)) return value.map((item) => walkDocument(item, path));
-  if (!isObject(value)) return value;
+  if (!isJsonObject(value)) return value;
   const out: JsonObject = {};
   const inComponentSchemas = path.length === 2 && path[0] === "components" && path[1] === "schemas";
   for (const [key, child] of Object.entries(value)) {
@@ -45,7 +47,7 @@ function walkDocument(value: unknown, path: readonly string[]): unknown {
     else if (inComponentSchemas) out[key] = translateSchema(child);
     else if (key === "schema") {
       // A parameter (it has "in") is text on the wire: its own nullable would only make its type a list.
-      const parameter = typeof value.in === "string" && isObject(child);
+      const parameter = typeof value.in === "string" && isJsonObject(child);
       out[key] = translateSchema(parameter ? { ...child, nullable: false } : child);
     } else out[key] = walkDocument(child, [...path, key]);
   }
@@ -54,7 +56,7 @@ function walkDocument(value: unknown, path: readonly string[]): unknown {
 
 /** One 3.0 schema as 2020-12. */
 export function translateSchema(value: unknown): unknown {
-  if (!isObject(value)) return value;
+  if (!isJsonObject(value)) return value;
   if (typeof value.$ref === "string") {
     const out: JsonObject = { $ref: value.$ref };
     for (const key of KEPT_BESIDE_REF) if (key in value) out[key] = value[key];
@@ -65,7 +67,7 @@ export function translateSchema(value: unknown): unknown {
     if (key === "nullable") continue;
     if (SUBSCHEMA.has(key)) out[key] = translateSchema(child);
     else if (SUBSCHEMA_LISTS.has(key) && Array.isArray(child)) out[key] = child.map(translateSchema);
-    else if (SUBSCHEMA_MAPS.has(key) && isObject(child)) {
+    else if (SUBSCHEMA_MAPS.has(key) && isJsonObject(child)) {
       const map: JsonObject = {};
       for (const [name, schema] of Object.entries(child)) map[name] = translateSchema(schema);
       out[key] = map;
@@ -110,8 +112,4 @@ function orNull(schema: JsonObject): JsonObject {
     }
   }
   return { anyOf: [inner, { type: "null" }], ...out };
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

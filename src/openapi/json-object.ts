@@ -10,3 +10,8 @@ export function asObject(value: Json | undefined, where: string): JsonObject | u
   }
   return value;
 }
+
+/** An object that is not an array or null: a JSON object, whatever its members hold. */
+export function isJsonObject<Member = unknown>(value: unknown): value is { [key: string]: Member } {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
