@@ -9,11 +9,15 @@ import { createHash } from "node:crypto";
 import { redactKeys } from "../../src/redaction.ts";
 import { HTML_SPECIAL } from "../../src/untrusted-text.ts";
 import { DAYS_SHOWN, type DailyCallsView } from "./deprecation-log-lines.ts";
-import type { CallerRow, DeprecationReport, OperationReport } from "./deprecation-report.ts";
+import {
+  type CallerRow,
+  DAY_MS,
+  type DeprecationReport,
+  type OperationReport,
+} from "./deprecation-report.ts";
 
 /** A consumer whose last call is older than this many days is shown as migrated. */
 export const DEFAULT_QUIET_DAYS = 14;
-const DAY_MS = 86_400_000;
 
 // Colours meet WCAG AA on their background in both schemes (text 4.5:1, bars 3:1).
 const STYLE = `

@@ -5,7 +5,8 @@
 // report is written out is deprecation-report-formats.ts; how log lines feed it, deprecation-log-lines.ts.
 import { LRUCache } from "lru-cache";
 
-const DAY_MS = 86_400_000;
+/** One day, in the milliseconds the reports count in. */
+export const DAY_MS = 86_400_000;
 /** The msg of the log line written for every deprecated call; log pipelines filter on it. */
 export const DEPRECATED_CALL_MSG = "deprecated call";
 /** User agents are the caller's own text: kept to this many characters in log lines and the report. */

@@ -1,6 +1,7 @@
 // The drift report rebuilt from log lines: every replica writes one "contract violation" line per
 // violation, so the aggregated logs of all of them give the fleet's figures in the shape of
 // /contract/violations. Lines come in any order: first and last seen are a minimum and a maximum.
+import { logEntry } from "../../src/log-lines.ts";
 import { POINTER_ARRAY_INDEX } from "../../src/untrusted-text.ts";
 import { CONTRACT_VIOLATION_MSG, type ContractMode, type ContractReport, type Drift } from "./report.ts";
 
@@ -19,18 +20,10 @@ export class ViolationTally {
 
   /** Feeds one log line when it is a contract-violation line; returns whether it counted. */
   recordLogLine(line: string): boolean {
-    const start = line.indexOf("{");
-    if (start === -1 || !line.includes(CONTRACT_VIOLATION_MSG)) return false;
-    let entry: Record<string, unknown>;
-    try {
-      entry = JSON.parse(line.slice(start)) as Record<string, unknown>;
-    } catch {
-      return false;
-    }
-    const { msg, operation, rule, at, time } = entry;
-    if (msg !== CONTRACT_VIOLATION_MSG || typeof operation !== "string" || typeof rule !== "string") {
-      return false;
-    }
+    const entry = logEntry(line, CONTRACT_VIOLATION_MSG);
+    if (entry === undefined) return false;
+    const { operation, rule, at, time } = entry;
+    if (typeof operation !== "string" || typeof rule !== "string") return false;
     // `at` is the gateway's clock; lines from before it was logged have only pino's time.
     const when = typeof at === "string" ? at : time;
     if (typeof when !== "string" || Number.isNaN(Date.parse(when))) return false;
