@@ -3,13 +3,16 @@
 // deprecated and which media types a body may have; the config dates what the document does not;
 // start-up says, one warn line each, what the gateway will not do as the document asks.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
 import { boundedConfigFile } from "./support/config-file.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
+import { writeDocumentFiles } from "./support/openapi-documents.ts";
 import {
   type BackendProcess,
   type GatewayProcess,
@@ -264,5 +267,41 @@ describe("npm run plan", { concurrency: true }, () => {
       plan.stderr,
       /^petstore-gateway: invalid config: policies\.lifecycle\.operations\.getPet\.since: getPet's since is given by x-gateway-deprecation in the document too; give it in one place\n$/,
     );
+  });
+});
+
+describe("security the gateway cannot enforce as written fails closed, over HTTP", () => {
+  let gw: TestGateway;
+  before(async () => {
+    // The team's document with security: [] at the document's level only, an anonymous {}
+    // beside bearer, and a scheme components.securitySchemes does not declare.
+    const document = JSON.parse(readFileSync(OWN_DOCUMENT, "utf8"));
+    document.security = [];
+    delete document.paths["/pets"].get.security;
+    document.paths["/pets"].post.security = [{ bearer: [] }, {}];
+    document.paths["/pets/{petId}"].get.security = [{ missing: [] }];
+    document.components.securitySchemes.bearer = { type: "http", scheme: "Bearer" };
+    const openapi = join(writeDocumentFiles({ "openapi.json": document }), "openapi.json");
+    // No backend listens: a request that passes authentication gets 502, one that does not 401.
+    gw = await startGateway({
+      upstreamUrl: "http://127.0.0.1:9/v1",
+      config: { openapi, policies: { auth: { keysFile } } },
+    });
+  });
+  after(() => gw.close());
+
+  test("each operation refuses a request without a key (401) and lets a keyed one through", async () => {
+    const calls = [
+      { path: "/pets", method: "GET" },
+      { path: "/pets", method: "POST", body: JSON.stringify({ name: "Biscuit", categoryId: 7 }) },
+      { path: "/pets/1", method: "GET" },
+    ];
+    for (const { path, method, body } of calls) {
+      const without = await request(`${gw.url}${path}`, { method, ...(body ? { body } : {}) });
+      assert.equal(without.status, 401, `${method} ${path} without a key`);
+      assert.equal(without.json<{ code: string }>().code, "MISSING_API_KEY");
+      const keyed = await request(`${gw.url}${path}`, { method, key: acme, ...(body ? { body } : {}) });
+      assert.equal(keyed.status, 502, `${method} ${path} with a key reaches the (absent) backend`);
+    }
   });
 });
