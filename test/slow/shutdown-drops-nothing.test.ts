@@ -182,16 +182,20 @@ describe("a connection accepted just before the drain ends", () => {
 
 describe("a connection the kernel accepted while the process was stalled at the end of the drain", () => {
   test("is answered with Connection: close once the process resumes, not reset", async () => {
+    // Stalled from 500 ms before the drain ends to 1,000 ms after: the drain's timer and this
+    // connection are both pending when the event loop comes back, whenever the test gets to it.
     const gateway = await startGatewayProcess(
-      { GATEWAY_CONFIG: configFile, API_KEYS_FILE: keysFile, UPSTREAM_URL: backend.url, STALL_MS: "800" },
+      {
+        GATEWAY_CONFIG: configFile,
+        API_KEYS_FILE: keysFile,
+        UPSTREAM_URL: backend.url,
+        STALL_AT_MS: String(DRAIN_MS - 500),
+        STALL_MS: "1500",
+      },
       [...GATEWAY_NODE_FLAGS, "test/fixtures/stalling-gateway.ts"],
     );
     gateway.child.kill("SIGTERM");
-    await sleep(DRAIN_MS - 500);
-    // Stalled from 500 ms before the drain ends to 300 ms after: the drain's timer and this
-    // connection are both pending when the event loop comes back.
-    gateway.child.kill("SIGUSR2");
-    await sleep(200);
+    await gateway.waitFor((line) => line.msg === "stalling");
     const socket = net.connect(gateway.port, "127.0.0.1");
     let text = "";
     socket.setEncoding("latin1");
@@ -218,9 +222,11 @@ describe("SIGTERM as the first worker listens, while the second is still startin
     // the second is forked: this signal reaches the primary before the second can listen.
     const signalledAt = performance.now();
     gateway.child.kill("SIGTERM");
+    const listeningBefore = gateway.lines.filter((line) => line.msg === "worker listening").length;
     assert.equal(await gateway.exited, 0);
     const tookMs = (await gateway.exitedAt) - signalledAt;
     assert.ok(tookMs < DRAIN_MS + 5000, `stopped ${Math.round(tookMs)} ms after the signal`);
+    assert.equal(listeningBefore, 1, "the second worker was still starting when the signal came");
   });
 });
 
