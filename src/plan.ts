@@ -4,7 +4,7 @@
 // warnings; `npm run plan` (scripts/plan.ts) prints the whole of it.
 import type { GatewayConfig } from "./config-schema.ts";
 import type { ApiDescription, Operation, ParameterSpec } from "./openapi.ts";
-import type { AnyPolicyDefinition, PlanContext, PlanWarning, PolicyDefinition } from "./policy.ts";
+import { type AnyPolicyDefinition, optionsOf, type PlanContext, type PlanWarning } from "./policy.ts";
 import { describeSchema } from "./schema-brief.ts";
 import { ConfigError, StartupError } from "./startup-errors.ts";
 
@@ -77,8 +77,7 @@ export function planGateway(options: PlanOptions): GatewayPlan {
     api,
     environment: options.environment,
     now: options.now,
-    optionsOf: <Options, Instruments>(definition: PolicyDefinition<Options, Instruments>) =>
-      config.policies[definition.name] as Options | undefined,
+    optionsOf: (definition) => optionsOf(config, definition),
   };
   const plans = options.policies.map((definition) => {
     try {
