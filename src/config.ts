@@ -12,11 +12,6 @@ import { createSchemaValidator } from "./schema-validator.ts";
 import { ConfigError } from "./startup-errors.ts";
 import { isIpRange } from "./trusted-proxies.ts";
 
-// The tests import these from here, where they lived before the config had a module per idea.
-export type { GatewayConfig } from "./config-schema.ts";
-export { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "./project-files.ts";
-export { ConfigError };
-
 /** Environment variable -> JSON pointer of the config field it sets. */
 export const CORE_ENVIRONMENT: Readonly<Record<string, string>> = {
   PORT: "/port",

@@ -20,10 +20,10 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import pino from "pino";
 import auth, { type AuthOptions } from "../policies/auth/index.ts";
-import { DEFAULT_OPENAPI_FILE } from "../src/config.ts";
 import { createMetrics } from "../src/metrics.ts";
 import type { Operation } from "../src/openapi.ts";
 import { newExchange } from "../src/pipeline/exchange.ts";
+import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
 import { PET } from "./fixtures/contract-answer.ts";
 import {
   type Behaviour,

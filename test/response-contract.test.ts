@@ -6,10 +6,12 @@ import { after, before, describe, test } from "node:test";
 import pino from "pino";
 import policies from "../policies/index.ts";
 import responseContract, { type ContractReport } from "../policies/response-contract/index.ts";
-import { ConfigError, DEFAULT_OPENAPI_FILE, loadConfig, validateConfig } from "../src/config.ts";
+import { loadConfig, validateConfig } from "../src/config.ts";
 import { createMetrics } from "../src/metrics.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 import type { PolicyInstance } from "../src/policy.ts";
+import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
+import { ConfigError } from "../src/startup-errors.ts";
 import {
   type Behaviour,
   jsonAnswer,

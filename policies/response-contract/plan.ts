@@ -64,7 +64,7 @@ export interface OperationPlan {
   readonly statuses: readonly (StatusPlan | undefined)[];
 }
 
-export const RULES_EXTENSION = "x-gateway-response-rules";
+const RULES_EXTENSION = "x-gateway-response-rules";
 /** One rule, as the document's extension and the config write it. */
 export const RULE_SCHEMA = {
   type: "object",

@@ -55,7 +55,7 @@ function walkDocument(value: unknown, path: readonly string[]): unknown {
 }
 
 /** One 3.0 schema as 2020-12. */
-export function translateSchema(value: unknown): unknown {
+function translateSchema(value: unknown): unknown {
   if (!isJsonObject(value)) return value;
   if (typeof value.$ref === "string") {
     const out: JsonObject = { $ref: value.$ref };

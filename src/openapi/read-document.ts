@@ -32,7 +32,7 @@ export function readApiDocument(file: string): unknown {
  * One file's value. `name` is how a message calls it ("the file" for the document itself, its
  * relative path for a file a $ref names).
  */
-export function readDocumentFile(file: string, name: string): unknown {
+function readDocumentFile(file: string, name: string): unknown {
   return parseDocumentText(readBounded(file, name), name);
 }
 

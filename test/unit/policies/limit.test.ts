@@ -4,10 +4,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { test } from "node:test";
 import pino from "pino";
 import limit from "../../../policies/limit/index.ts";
-import { DEFAULT_OPENAPI_FILE } from "../../../src/config.ts";
 import { createMetrics } from "../../../src/metrics.ts";
 import { loadApiDescription, type Operation } from "../../../src/openapi.ts";
 import { type CoreExchange, newExchange } from "../../../src/pipeline/exchange.ts";
+import { DEFAULT_OPENAPI_FILE } from "../../../src/project-files.ts";
 
 const api = loadApiDescription(DEFAULT_OPENAPI_FILE);
 const listPets = api.operation("listPets") as Operation;
