@@ -52,11 +52,19 @@ export interface Exchange {
 }
 
 /** The backend's answer as the response phase sees it. */
+/** An answer body the gateway holds whole. Only for the phase it is given to: freed once sent. */
+export interface AnswerBody {
+  /** In bytes. */
+  readonly length: number;
+  /** Decoded as UTF-8, anew on each call. */
+  text(): string;
+}
+
 export interface UpstreamAnswer {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
   /** The whole decoded body when it was JSON and buffered; undefined when streamed or empty. */
-  readonly body: Buffer | undefined;
+  readonly body: AnswerBody | undefined;
   /** True when the body went over the buffering cap (body then holds nothing). */
   readonly oversized: boolean;
   /** A problem the core found reading the answer (e.g. undecodable compression). */

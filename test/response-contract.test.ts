@@ -341,6 +341,23 @@ describe("a gateway in front of a deliberately wrong backend", () => {
     assert.equal(backend.requests[before]?.headers["accept-encoding"], "identity");
   });
 
+  test("an answer that arrives in pieces is judged whole and reaches the client byte for byte", async () => {
+    const names = ["Rex é", "犬 Hachikō", "🐕 Laika", "Ñandú"];
+    const body = JSON.stringify(names.map((name, i) => pet(i + 1, "available", name)));
+    const pieces = (text: string) => [text.slice(0, 20), text.slice(20, 70), text.slice(70)];
+    backend.behave(() => ({ kind: "slow-body", status: 200, chunks: pieces(body), delayMs: 15 }));
+    const passed = await request(`${enforcing.url}/pets`, { key });
+    assert.equal(passed.status, 200);
+    assert.equal(passed.body, body);
+    assert.equal(passed.headers["content-length"], String(Buffer.byteLength(body)));
+    // A break of the schema in the last piece is seen: the pieces are judged together.
+    const broken = body.replace('"status":"available"}]', '"status":"lost"}]');
+    backend.behave(() => ({ kind: "slow-body", status: 200, chunks: pieces(broken), delayMs: 15 }));
+    const refused = await request(`${enforcing.url}/pets`, { key });
+    assert.equal(refused.status, 502);
+    assert.equal(JSON.parse(refused.body).code, "UPSTREAM_CONTRACT_VIOLATION");
+  });
+
   for (const status of [503, 429]) {
     test(`a ${status} with Retry-After is an upstream fault: passed through, never a violation, counted once`, async () => {
       const body = `{"code":"BUSY","message":"try later","status":${status}}`;

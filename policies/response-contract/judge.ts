@@ -76,7 +76,7 @@ export function judge(
   }
   // No body to look at: HEAD, or a status without one.
   if (answer.body === undefined) return undefined;
-  const text = answer.body.toString("utf8");
+  const text = answer.body.text();
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -17,7 +17,7 @@ export interface AnswerBudget {
   reserve(exchange: CoreExchange): void;
   /** Room for `bytes` more of this exchange's answer; false when they do not fit (nothing is taken). */
   take(exchange: CoreExchange, bytes: number): boolean;
-  /** The exchange's response closed (handed to the kernel, or cut): what it held goes back. */
+  /** The exchange's response closed (handed to the kernel, or cut): what it held goes back, bytes and memory. */
   release(exchange: CoreExchange): void;
 }
 
@@ -56,6 +56,11 @@ export function createAnswerBudget(limits: AnswerBudgetLimits): AnswerBudget {
       return true;
     },
     release(exchange) {
+      const answer = exchange.heldAnswer;
+      // Finished: every byte is with the kernel and no write of it is pending, so nothing reads
+      // the body again. Cut short, a write may still be pending: the collector frees it then.
+      if (answer !== undefined && exchange.res.writableFinished) answer.free();
+      exchange.heldAnswer = undefined;
       const bytes = exchange.heldAnswerBytes + exchange.reservedAnswerBytes;
       if (bytes === 0) return;
       held -= exchange.heldAnswerBytes;

@@ -6,6 +6,7 @@ import type { GatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
 import type { Exchange } from "../policy.ts";
 import { credentialsOf, type KeyRecognizer, redactKeys } from "../redaction.ts";
+import type { HeldBody } from "./held-body.ts";
 
 /** The exchange as the core holds it: the policies' view plus the core's own bookkeeping. */
 export interface CoreExchange extends Exchange {
@@ -24,6 +25,8 @@ export interface CoreExchange extends Exchange {
   /** Bytes of the answer held to be judged whole, and the cap reserved until it arrives (answer-budget.ts). */
   heldAnswerBytes: number;
   reservedAnswerBytes: number;
+  /** The held answer as written to the client, until its memory is freed (answer-budget.ts). */
+  heldAnswer: HeldBody | undefined;
 }
 
 const EXCHANGE = Symbol("exchange");
@@ -52,6 +55,7 @@ class RequestExchange implements CoreExchange {
   finished = false;
   heldAnswerBytes = 0;
   reservedAnswerBytes = 0;
+  heldAnswer: HeldBody | undefined = undefined;
   /** The client's Authorization as it arrived: a policy may replace or remove it for the backend. */
   private readonly clientAuthorization: string | undefined;
   private readonly isKey: KeyRecognizer;

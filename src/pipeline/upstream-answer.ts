@@ -12,10 +12,12 @@ import { type UpstreamFault, upstreamDone } from "../proxy.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../untrusted-text.ts";
 import type { AnswerBudget } from "./answer-budget.ts";
 import { finishHeaders } from "./answer-headers.ts";
+import { freeBufferMemory } from "./buffer-memory.ts";
 import { connectionListed, isHopByHop } from "./canonical-request.ts";
 import type { Chain } from "./chains.ts";
 import type { CoreExchange } from "./exchange.ts";
 import { carryExchange, exchangeOf } from "./exchange.ts";
+import { HeldBody } from "./held-body.ts";
 import type { LocalReplies } from "./local-replies.ts";
 
 export interface UpstreamAnswers {
@@ -75,7 +77,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       response.destroy();
       return reject(exchange, error);
     }
-    writeUpstreamHead(exchange, chain, response, undefined);
+    writeUpstreamHead(exchange, chain, response, false, undefined);
     streamRest(exchange, response);
   }
 
@@ -110,7 +112,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
         return reject(exchange, error);
       }
       // Allowed through (e.g. report mode): what was read goes first, the rest streams.
-      writeUpstreamHead(exchange, chain, response, undefined);
+      writeUpstreamHead(exchange, chain, response, false, undefined);
       for (const buffered of chunks) exchange.res.write(buffered);
       chunks.length = 0;
       streamRest(exchange, response);
@@ -118,24 +120,25 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
     };
     const onEnd = () => {
       upstreamDone(exchange);
-      if (exchange.finished) return;
-      const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-      // The backend's answer object outlives this (it is reachable from the exchange until the
-      // client has read the answer): it must not keep a second copy of the body alive.
-      chunks.length = 0;
-      const decoded = decode(raw, response.headers["content-encoding"], limit);
+      const held = new HeldBody(chunks, size);
+      if (exchange.finished) return held.free();
+      const { sent, judged, oversized, fault } = decoded(held, response.headers["content-encoding"], limit);
       const answer: UpstreamAnswer = {
         status: exchange.upstreamStatus,
         headers: response.headers,
-        body: decoded.body,
-        oversized: decoded.oversized,
-        fault: decoded.fault,
+        body: judged,
+        oversized,
+        fault,
       };
       const error = runResponsePhases(exchange, chain, answer);
-      if (error) return reject(exchange, error);
-      // Undecodable or over the cap once decoded, and let through: the client gets it as it came.
-      writeUpstreamHead(exchange, chain, response, decoded.body, raw);
-      exchange.res.end(decoded.body ?? raw);
+      if (error) {
+        sent.free();
+        return reject(exchange, error);
+      }
+      writeUpstreamHead(exchange, chain, response, judged !== undefined, sent.length);
+      // Freed by the budget once the response has finished (answer-budget.ts).
+      exchange.heldAnswer = sent;
+      sent.endResponse(exchange.res);
     };
     response.on("data", onData);
     response.on("end", onEnd);
@@ -165,14 +168,12 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
     exchange: CoreExchange,
     chain: Chain,
     response: IncomingMessage,
-    decoded: Buffer | undefined,
-    raw?: Buffer,
+    decodedBody: boolean,
+    length: number | undefined,
   ): void {
     const headers = endToEnd(response.headers);
-    if (decoded !== undefined) {
-      if (headers["content-encoding"] !== undefined) delete headers["content-encoding"];
-      headers["content-length"] = decoded.length;
-    } else if (raw !== undefined) headers["content-length"] = raw.length;
+    if (decodedBody && headers["content-encoding"] !== undefined) delete headers["content-encoding"];
+    if (length !== undefined) headers["content-length"] = length;
     finishHeaders(exchange, chain, exchange.upstreamStatus, headers, isDraining());
     exchange.res.writeHead(exchange.upstreamStatus, headers);
   }
@@ -221,6 +222,30 @@ export function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
 const ACCESS_CONTROL = "access-control-";
 
 /**
+ * What the response phases judge and what the client gets: the held body as it came when it has
+ * no content coding; else decoded (then both are the decoded body), or, when it cannot be decoded
+ * within `limit`, sent as it came and judged as nothing.
+ */
+function decoded(
+  held: HeldBody,
+  encoding: string | undefined,
+  limit: number,
+): { sent: HeldBody; judged: HeldBody | undefined; oversized: boolean; fault: string | undefined } {
+  if (isIdentity(encoding)) return { sent: held, judged: held, oversized: false, fault: undefined };
+  const raw = held.join();
+  const { body, oversized, fault } = decode(raw, encoding, limit);
+  if (body === undefined)
+    return { sent: new HeldBody([raw], raw.length), judged: undefined, oversized, fault };
+  freeBufferMemory(raw);
+  const plain = new HeldBody([body], body.length);
+  return { sent: plain, judged: plain, oversized, fault };
+}
+
+function isIdentity(encoding: string | undefined): encoding is undefined | "identity" | "" {
+  return encoding === undefined || encoding === "identity" || encoding === "";
+}
+
+/**
  * The body as the response phases judge it: decoded when compressed, never past `limit` bytes
  * once decoded (oversized), and with a fault when it cannot be decoded. Undecoded, it is passed
  * on as it came.
@@ -230,9 +255,7 @@ export function decode(
   encoding: string | undefined,
   limit: number,
 ): { body: Buffer | undefined; oversized: boolean; fault: string | undefined } {
-  if (encoding === undefined || encoding === "identity" || encoding === "") {
-    return { body: raw, oversized: false, fault: undefined };
-  }
+  if (isIdentity(encoding)) return { body: raw, oversized: false, fault: undefined };
   try {
     const options = { maxOutputLength: limit };
     const value = encoding.toLowerCase().trim();

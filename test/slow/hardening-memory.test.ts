@@ -124,11 +124,11 @@ describe("clients that never read", () => {
         `peak ${(peak / MB).toFixed(0)} MB (+${((peak - rssBefore) / MB).toFixed(0)} MB), after ${(rssAfter / MB).toFixed(0)} MB; ` +
         `heapUsed+arrayBuffers after GC: ${(baseline.held / MB).toFixed(1)} MB before, ${(afterLeaving.held / MB).toFixed(1)} MB after`,
     );
-    // The goal is 100 MB. With npm start's flags the growth is what is held (64 MiB of answers)
-    // plus the allocator's and V8's share after validating ~150 answers of 1 MB in a burst:
-    // +70 to +124 MB measured on 2026-11-25 (bench/results/2026-11-25-shutdown-resets-and-
-    // held-memory.md). Bounded here, with room for a loaded machine, not tight.
-    assert.ok(peak - rssBefore < 200 * MB, `RSS grew by ${((peak - rssBefore) / MB).toFixed(0)} MB`);
+    // The goal is 100 MB: what is held (the 64 MiB budget) plus V8's and the allocator's share
+    // after validating ~150 answers of 1 MB in a burst. Measured +70 to +105 MB on 2026-11-25,
+    // most runs +72 to +84 (bench/results/2026-11-25-freed-answers.md; `npm run soak --
+    // --hostile` measures it again). Bounded here with room for a loaded machine, not tight.
+    assert.ok(peak - rssBefore < 150 * MB, `RSS grew by ${((peak - rssBefore) / MB).toFixed(0)} MB`);
     // Still serving.
     const probe = await fetch(`${gateway.opsUrl}/healthz`);
     assert.equal(probe.status, 200);
