@@ -7,14 +7,15 @@
 // and an access log line, and exits non-zero if RSS grew by 20 MB or more or the series count
 // moved. Loopback only; nothing is left running.
 //
-// npm run soak -- --hostile [--slices 10 --hostile-gap-ms 10]
+// npm run soak -- --hostile [--slices 10 --hostile-gap-ms 10 --non-reading-runs 5]
 //
 // Hostile input, measured: a canary client calls at a steady pace while, in every other
 // one-second slice, two clients send requests built against the gateway's text handling
 // (16 KB targets of "?key" pieces, "&token" pieces, runs one short of a key, an Authorization of
 // spaces). The canary's p99 under attack must stay within 1.5x its own p99 in the quiet slices
 // of the same run, and its worst latency under 100 ms. Then 30 clients that never read pipeline
-// 32 requests each for ~1 MB answers: RSS before, at peak and after (growth bound 250 MB). Writes
+// 32 requests each for ~1 MB answers, against a fresh gateway each run (5 runs): RSS before, at
+// peak and after; the median growth must stay under 100 MB. Writes
 // bench/results/soak-hostile-<time>.json and a short .md beside it; exits non-zero on a miss.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -42,6 +43,7 @@ const { values: args } = parseArgs({
     hostile: { type: "boolean", default: false },
     slices: { type: "string", default: "10" },
     "hostile-gap-ms": { type: "string", default: "10" },
+    "non-reading-runs": { type: "string", default: "5" },
   },
 });
 const MEASURED = Number(args.requests);
@@ -135,18 +137,24 @@ interface Gateway {
   stderr(): string;
 }
 
-async function startGateway(upstreamUrl: string, dir: string, keys: readonly string[]): Promise<Gateway> {
+/** The soak's gateway; its upstream deadline is short, for the backend's faults, unless `upstream` says otherwise. */
+async function startGateway(
+  upstreamUrl: string,
+  dir: string,
+  keys: readonly string[],
+  upstream: Record<string, number> = { timeoutMs: 250, connectTimeoutMs: 500 },
+): Promise<Gateway> {
   const keysFile = join(dir, "api-keys.json");
   writeFileSync(
     keysFile,
     JSON.stringify({ keys: keys.map((key, i) => ({ consumer: `soak${i}`, sha256: digestOf(key) })) }),
   );
-  const configFile = join(dir, "gateway.json");
+  const configFile = join(dir, `gateway-${randomBytes(4).toString("hex")}.json`);
   writeFileSync(
     configFile,
     JSON.stringify({
       opsHost: "127.0.0.1",
-      upstream: { timeoutMs: 250, connectTimeoutMs: 500 },
+      upstream,
       server: { shutdownDrainMs: 0, shutdownTimeoutMs: 5000 },
     }),
   );
@@ -445,7 +453,10 @@ const CANARY_GAP_MS = 5;
 const SLICE_MS = 1_000;
 const P99_BOUND = 1.5;
 const WORST_BOUND_MS = 100;
-const NON_READING_BOUND_MB = 250;
+// The issue's goal for the growth of RSS under clients that never read. Bounded on the median of
+// the runs: when glibc and V8 return memory varies from run to run (+70 to +105 MB measured on
+// 2026-11-25), and every run's figure is written down.
+const NON_READING_BOUND_MB = 100;
 
 /** Milliseconds until the whole answer is in; Infinity when none came within 10 s. */
 function timedShot(port: number, shot: Shot, agent: http.Agent): Promise<number> {
@@ -515,12 +526,50 @@ function rssOf(pid: number): number {
 }
 
 /**
+ * The non-reading clients against a fresh gateway each run, as test/slow/hardening-memory measures
+ * them: one big answer read whole first, so that the baseline includes what serving at all costs.
+ */
+async function nonReadingRuns(runs: number, backend: Backend, dir: string, keys: readonly string[]) {
+  const measured: Awaited<ReturnType<typeof nonReadingClients>>[] = [];
+  // The same burst read by its clients, alternating with the runs that do not read: what serving
+  // it costs at all, against which what the non-reading clients hold is seen.
+  const reference: Awaited<ReturnType<typeof nonReadingClients>>[] = [];
+  for (let run = 0; run < 2 * runs; run++) {
+    const reading = run % 2 === 1;
+    // The default upstream deadline: under the soak's 250 ms, a 1 MB answer from a backend busy
+    // sending others can time out, and a 504 holds nothing (one run: 960 asked, +22 MB).
+    const gateway = await startGateway(backend.url, dir, keys, {});
+    try {
+      const warm = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, {
+        headers: { authorization: `Bearer ${keys[0]}`, "x-soak-page": "big" },
+      });
+      await warm.arrayBuffer();
+      (reading ? reference : measured).push(
+        await nonReadingClients(gateway, backend, keys[0] as string, reading),
+      );
+    } finally {
+      gateway.child.kill("SIGKILL");
+      await once(gateway.child, "exit");
+    }
+  }
+  const sorted = (of: typeof measured) => of.map((run) => run.rssGrowthMb).sort((a, b) => a - b);
+  const median = (growths: number[]) => growths[Math.floor((growths.length - 1) / 2)] ?? Number.NaN;
+  return {
+    runs: measured,
+    medianGrowthMb: median(sorted(measured)),
+    worstGrowthMb: sorted(measured).at(-1) ?? Number.NaN,
+    readingRuns: reference,
+    readingMedianGrowthMb: median(sorted(reference)),
+  };
+}
+
+/**
  * Clients that never read: 30 connections each pipeline 32 requests for a ~1 MB answer and read
  * nothing, until the backend has been asked nothing more for a second (or 30 s). RSS before, at
  * its peak and 3 s after the clients left, as the kernel reports it (glibc decides when freed
  * memory goes back); the gateway must still answer afterwards.
  */
-async function nonReadingClients(gateway: Gateway, backend: Backend, key: string) {
+async function nonReadingClients(gateway: Gateway, backend: Backend, key: string, reading = false) {
   const pid = gateway.child.pid as number;
   const request = `GET /v1/pets HTTP/1.1\r\nHost: soak\r\nAuthorization: Bearer ${key}\r\nX-Soak-Page: big\r\n\r\n`;
   const pause = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
@@ -529,7 +578,8 @@ async function nonReadingClients(gateway: Gateway, backend: Backend, key: string
   const sockets = Array.from({ length: NON_READING_CONNECTIONS }, () => {
     const socket = net.connect(gateway.port, "127.0.0.1");
     socket.on("error", () => {});
-    socket.pause();
+    if (reading) socket.resume();
+    else socket.pause();
     socket.write(request.repeat(NON_READING_PIPELINED));
     return socket;
   });
@@ -632,7 +682,7 @@ async function hostileSoak(): Promise<void> {
       attacking = false;
     }
     await canary.stop();
-    const nonReading = await nonReadingClients(gateway, backend, keys[0] as string);
+    const nonReading = await nonReadingRuns(Number(args["non-reading-runs"]), backend, dir, keys);
     const result = {
       quiet: figures(quiet),
       underAttack: figures(underAttack),
@@ -648,14 +698,14 @@ async function hostileSoak(): Promise<void> {
         ? `canary worst ${result.underAttack.worstMs} ms under attack (bound ${WORST_BOUND_MS} ms)`
         : "",
       gateway.child.exitCode === null ? "" : "the gateway died",
-      nonReading.healthzAfter === 200
+      nonReading.runs.every((run) => run.healthzAfter === 200)
         ? ""
-        : `/healthz answered ${nonReading.healthzAfter} after the non-reading clients`,
-      // The issue's goal is 100 MB; what is held is bounded by server.maxBufferedBytes (64 MiB) plus
-      // V8's heap after validating the answers. A miss of the looser bound is a regression.
-      nonReading.rssGrowthMb < NON_READING_BOUND_MB
+        : `/healthz answered ${nonReading.runs.map((run) => run.healthzAfter).join(", ")} after the non-reading clients`,
+      // What is held is bounded by server.maxBufferedBytes (64 MiB); the rest is V8's heap after
+      // validating the answers and the allocator's share.
+      nonReading.medianGrowthMb < NON_READING_BOUND_MB
         ? ""
-        : `non-reading clients grew RSS by ${nonReading.rssGrowthMb} MB (bound ${NON_READING_BOUND_MB} MB)`,
+        : `non-reading clients grew RSS by a median ${nonReading.medianGrowthMb} MB (bound ${NON_READING_BOUND_MB} MB)`,
       gateway.stderr() === "" ? "" : `stderr: ${gateway.stderr().slice(0, 500)}`,
     ].filter((p) => p !== "");
     const stamp = startedAt
@@ -668,7 +718,14 @@ async function hostileSoak(): Promise<void> {
     const record = {
       startedAt: startedAt.toISOString(),
       commit: gitCommit(),
-      settings: { slices, sliceMs: SLICE_MS, canaryGapMs: CANARY_GAP_MS, hostileSenders: 2, hostileGapMs },
+      settings: {
+        slices,
+        sliceMs: SLICE_MS,
+        canaryGapMs: CANARY_GAP_MS,
+        hostileSenders: 2,
+        hostileGapMs,
+        nonReadingRuns: nonReading.runs.length,
+      },
       bounds: { p99Ratio: P99_BOUND, worstMs: WORST_BOUND_MS, nonReadingGrowthMb: NON_READING_BOUND_MB },
       ...result,
       p99Ratio,
@@ -689,9 +746,17 @@ async function hostileSoak(): Promise<void> {
       "",
       `Canary p99 under attack: x${p99Ratio} its quiet p99 (bound x${P99_BOUND}); worst ${result.underAttack.worstMs} ms (bound ${WORST_BOUND_MS} ms).`,
       "",
-      `Clients that never read (${nonReading.connections} connections x ${nonReading.pipelined} pipelined ${Math.round(nonReading.answerBytes / 1000)} kB answers): ` +
-        `backend asked ${nonReading.backendAsked} times; RSS ${nonReading.rssBeforeMb} MB before, ${nonReading.rssPeakMb} MB at peak ` +
-        `(+${nonReading.rssGrowthMb} MB, bound ${NON_READING_BOUND_MB} MB), ${nonReading.rssAfterMb} MB 3 s after they left; /healthz ${nonReading.healthzAfter} after.`,
+      `Clients that never read (${NON_READING_CONNECTIONS} connections x ${NON_READING_PIPELINED} pipelined ${Math.round(BIG_PAGE.length / 1000)} kB answers), ` +
+        `a fresh gateway each run: RSS growth at the peak median +${nonReading.medianGrowthMb} MB (bound ${NON_READING_BOUND_MB} MB), worst +${nonReading.worstGrowthMb} MB. ` +
+        `The same burst read by its clients: median +${nonReading.readingMedianGrowthMb} MB.`,
+      "",
+      "| run | clients | backend asked | RSS before MB | peak MB | growth MB | 3 s after they left MB | /healthz after |",
+      "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+      ...[...nonReading.runs, ...nonReading.readingRuns].map(
+        (run, i) =>
+          `| ${(i % nonReading.runs.length) + 1} | ${i < nonReading.runs.length ? "never read" : "read"} | ${run.backendAsked} | ${run.rssBeforeMb} | ${run.rssPeakMb} | +${run.rssGrowthMb} | ${run.rssAfterMb} | ${run.healthzAfter} |`,
+      ),
+      "",
       problems.length === 0 ? "Result: OK" : `Result: FAILED: ${problems.join("; ")}`,
       "",
     ].join("\n");
