@@ -7,7 +7,10 @@
 //
 // Only for a Buffer nothing else can still read: the chunks of an answer once joined, an answer
 // the gateway refused, or one whose response has finished (every byte handed to the kernel, so
-// no write of it is pending in libuv).
+// no write of it is pending in libuv). A chunk of the backend's answer owns its ArrayBuffer
+// because Node's HTTP parser copies each piece of a body out of its read buffer (Buffer::Copy in
+// on_body); that is how Node 24 works, not a documented promise, and the check below is what
+// keeps a slice of shared memory from being freed should that change.
 
 /**
  * Detaches the Buffer's ArrayBuffer (ES2024 `transfer`), which frees its bytes at once; the

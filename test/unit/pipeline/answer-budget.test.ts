@@ -8,6 +8,7 @@ import { test } from "node:test";
 import { type AnswerBudget, createAnswerBudget } from "../../../src/pipeline/answer-budget.ts";
 import { admitRequest, requestEnded, waitTurn } from "../../../src/pipeline/connection-state.ts";
 import { newExchange } from "../../../src/pipeline/exchange.ts";
+import { HeldBody } from "../../../src/pipeline/held-body.ts";
 
 const limits = { maxBufferedBytes: 1000, maxQueuedAnswerBytes: 300, maxResponseBodyBytes: 200 };
 
@@ -75,4 +76,31 @@ test("requests waiting on a connection that is gone are dropped, not started", (
   only.close();
   requestEnded(socket, limits.maxQueuedAnswerBytes);
   assert.deepEqual(started, []);
+});
+
+test("a held answer's memory goes back when its response has finished, not when it was cut short", () => {
+  const budget = createAnswerBudget(limits);
+  const answer = () => Buffer.allocUnsafeSlow(100_000).fill(1);
+  const sent = exchangeOn(connection(), budget);
+  const sentChunks = [answer(), answer()];
+  sent.exchange.heldAnswer = new HeldBody(sentChunks.slice(), 200_000);
+  Object.assign(sent.exchange.res, { writableFinished: true });
+  sent.close();
+  assert.deepEqual(
+    sentChunks.map((chunk) => chunk.buffer.detached),
+    [true, true],
+    "every byte is with the kernel: freed",
+  );
+  // Cut mid-answer, a write of it may still be pending in libuv: left to the collector.
+  const cut = exchangeOn(connection(), budget);
+  const cutChunks = [answer(), answer()];
+  cut.exchange.heldAnswer = new HeldBody(cutChunks.slice(), 200_000);
+  Object.assign(cut.exchange.res, { writableFinished: false });
+  cut.close();
+  assert.deepEqual(
+    cutChunks.map((chunk) => chunk.buffer.detached),
+    [false, false],
+  );
+  assert.equal(cutChunks[1]?.[99_999], 1);
+  assert.equal(cut.exchange.heldAnswer, undefined, "the exchange lets go of it either way");
 });
