@@ -194,7 +194,7 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
           minimum: 1,
           default: 67_108_864,
           description:
-            "Bytes of answers held to be judged whole, per process (so `WORKERS` times this in all): past it, a request whose answer would be held gets 503 `GATEWAY_BUSY`",
+            "Bytes of answers held to be judged whole, per process (so `WORKERS` times this in all): once one more answer of `server.maxResponseBodyBytes` would not fit, a request whose answer would be held gets 503 `GATEWAY_BUSY`",
         },
         maxQueuedAnswerBytes: {
           type: "integer",

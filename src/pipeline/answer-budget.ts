@@ -11,7 +11,7 @@ import { holdAnswerBytes, releaseAnswerBytes } from "./connection-state.ts";
 import type { CoreExchange } from "./exchange.ts";
 
 export interface AnswerBudget {
-  /** The process's room is used up: an answer that would be held must not be asked for. */
+  /** The process's room is used up (one more answer of the cap would not fit): an answer that would be held must not be asked for. */
   isFull(): boolean;
   /** Counts the cap against the exchange's connection until its answer arrives (or it closes). */
   reserve(exchange: CoreExchange): void;
@@ -35,7 +35,11 @@ export function createAnswerBudget(limits: AnswerBudgetLimits): AnswerBudget {
   let held = 0;
 
   return {
-    isFull: () => held >= maxBufferedBytes,
+    // Full once an answer of the largest size held would no longer fit: waiting until held bytes
+    // reach the limit exactly would almost never close the door, since an answer that does not
+    // fit is never taken, and every request forwarded meanwhile would have its answer streamed
+    // unchecked (or refused with 502) instead of getting 503 before it reached the backend.
+    isFull: () => held > 0 && held + maxResponseBodyBytes > maxBufferedBytes,
     reserve(exchange) {
       // A client gone while its body was read: its response closed, and released, already.
       if (exchange.finished) return;

@@ -78,6 +78,19 @@ test("requests waiting on a connection that is gone are dropped, not started", (
   assert.deepEqual(started, []);
 });
 
+test("the process budget is full once one more answer of the cap would not fit, not only when held to the byte", () => {
+  // 1000 bytes of room, answers of up to 200: at 850 held, the next answer may not fit.
+  const budget = createAnswerBudget(limits);
+  const a = exchangeOn(connection(), budget);
+  assert.equal(budget.isFull(), false, "nothing held: room for any answer");
+  assert.equal(budget.take(a.exchange, 800), true);
+  assert.equal(budget.isFull(), false, "200 left: one more answer of the cap fits");
+  assert.equal(budget.take(a.exchange, 50), true);
+  assert.equal(budget.isFull(), true, "150 left: the door closes before an answer overflows");
+  a.close();
+  assert.equal(budget.isFull(), false);
+});
+
 test("a held answer's memory goes back when its response has finished, not when it was cut short", () => {
   const budget = createAnswerBudget(limits);
   const answer = () => Buffer.allocUnsafeSlow(100_000).fill(1);
