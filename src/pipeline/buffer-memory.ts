@@ -6,8 +6,8 @@
 // already sent piled up beside the ones still held (bench/results/2026-11-25-freed-answers.md).
 //
 // Only for a Buffer nothing else can still read: the chunks of an answer once joined, an answer
-// the gateway refused, or one whose response has finished (every byte handed to the kernel, so
-// no write of it is pending in libuv). A chunk of the backend's answer owns its ArrayBuffer
+// the gateway refused, one whose response has finished (every byte handed to the kernel, so no
+// write of it is pending in libuv), or a streamed chunk whose write has completed. A chunk of the backend's answer owns its ArrayBuffer
 // because Node's HTTP parser copies each piece of a body out of its read buffer (Buffer::Copy in
 // on_body); that is how Node 24 works, not a documented promise, and the check below is what
 // keeps a slice of shared memory from being freed should that change.
