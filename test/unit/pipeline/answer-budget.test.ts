@@ -93,27 +93,27 @@ test("the process budget is full once one more answer of the cap would not fit, 
 
 test("a held answer's memory goes back when its response has finished, not when it was cut short", () => {
   const budget = createAnswerBudget(limits);
-  const answer = () => Buffer.allocUnsafeSlow(100_000).fill(1);
-  const sent = exchangeOn(connection(), budget);
-  const sentChunks = [answer(), answer()];
-  sent.exchange.heldAnswer = new HeldBody(sentChunks.slice(), 200_000);
-  Object.assign(sent.exchange.res, { writableFinished: true });
-  sent.close();
+  /** Closes a response holding two chunks, finished or not; returns the chunks and the exchange. */
+  const closeHolding = (writableFinished: boolean) => {
+    const { exchange, close } = exchangeOn(connection(), budget);
+    const chunks = [0, 1].map(() => Buffer.allocUnsafeSlow(100_000).fill(1));
+    exchange.heldAnswer = new HeldBody(chunks.slice(), 200_000);
+    Object.assign(exchange.res, { writableFinished });
+    close();
+    return { chunks, exchange };
+  };
+  const sent = closeHolding(true);
   assert.deepEqual(
-    sentChunks.map((chunk) => chunk.buffer.detached),
+    sent.chunks.map((chunk) => chunk.buffer.detached),
     [true, true],
     "every byte is with the kernel: freed",
   );
   // Cut mid-answer, a write of it may still be pending in libuv: left to the collector.
-  const cut = exchangeOn(connection(), budget);
-  const cutChunks = [answer(), answer()];
-  cut.exchange.heldAnswer = new HeldBody(cutChunks.slice(), 200_000);
-  Object.assign(cut.exchange.res, { writableFinished: false });
-  cut.close();
+  const cut = closeHolding(false);
   assert.deepEqual(
-    cutChunks.map((chunk) => chunk.buffer.detached),
+    cut.chunks.map((chunk) => chunk.buffer.detached),
     [false, false],
   );
-  assert.equal(cutChunks[1]?.[99_999], 1);
+  assert.equal(cut.chunks[1]?.[99_999], 1);
   assert.equal(cut.exchange.heldAnswer, undefined, "the exchange lets go of it either way");
 });
