@@ -11,6 +11,7 @@ import {
   renderDeprecationPage,
 } from "../../../../policies/lifecycle/deprecation-page.ts";
 import type { DeprecationReport } from "../../../../policies/lifecycle/deprecation-report.ts";
+import { getPetSection } from "../../../support/get-pet-deprecation.ts";
 
 // A consumer name cannot hold these (the key file's pattern), but a log line fed by hand can.
 const HOSTILE_CONSUMER = `<script>alert("consumer")</script>&amp;'`;
@@ -24,13 +25,7 @@ const report: DeprecationReport = {
   generatedAt: "2030-11-20T12:00:00.000Z",
   countingSince: "2030-11-01T00:00:00.000Z",
   operations: [
-    {
-      operation: "getPet",
-      method: "GET",
-      path: "/v1/pets/{petId}",
-      since: "2026-01-01T00:00:00.000Z",
-      sunset: "2030-12-05T00:00:00.000Z",
-      successor: "GET /v1/pets",
+    getPetSection({
       daysToSunset: 15,
       calls: 9,
       forgottenCallers: 0,
@@ -57,7 +52,7 @@ const report: DeprecationReport = {
           lastUserAgent: "",
         },
       ],
-    },
+    }),
   ],
 };
 

@@ -6,21 +6,10 @@ import {
   type DeprecationReport,
   mergeReports,
 } from "../../../../policies/lifecycle/deprecation-report.ts";
-
-const GET_PET_SINCE = Date.parse("2026-01-01T00:00:00Z");
-const GET_PET_SUNSET = Date.parse("2030-12-05T00:00:00Z");
+import { GET_PET } from "../../../support/get-pet-deprecation.ts";
 
 test("the parts of several worker processes merge into one report: sums, earliest first seen, latest last seen", () => {
-  const facts = [
-    {
-      operation: "getPet",
-      method: "GET",
-      path: "/v1/pets/{petId}",
-      since: GET_PET_SINCE,
-      sunset: GET_PET_SUNSET,
-      successor: "GET /v1/pets",
-    },
-  ];
+  const facts = [GET_PET];
   const at = (iso: string) => Date.parse(iso);
   const worker1 = new CallerTally(100);
   worker1.record("getPet", "acme", at("2030-11-01T10:00:00Z"), "acme/1");
