@@ -3,6 +3,7 @@
 // key is hashed and looked up by its digest in a hash table, so the lookup costs the same for 1
 // key or 100,000, and what its timing could reveal is the digest of the attacker's own guess.
 import { hash } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
 import type { JSONSchemaType } from "ajv";
 import { Counter, Gauge } from "prom-client";
 import { declareErrors } from "../../src/errors.ts";
@@ -174,10 +175,8 @@ export default definePolicy<AuthOptions, AuthMetrics>({
           onRequest(exchange) {
             // Only the gateway says who the consumer is, on a public operation too; and the
             // backend gets the Authorization it gets from every other operation.
-            const headers = exchange.req.headers;
-            delete headers[header];
-            if (mode === "strip") delete headers.authorization;
-            else if (mode === "replace") headers.authorization = upstreamCredential;
+            delete exchange.req.headers[header];
+            setUpstreamAuthorization(exchange.req.headers, mode, upstreamCredential);
             return undefined;
           },
         };
@@ -228,11 +227,20 @@ function authenticate(
       }
       exchange.identify(entry.consumer);
       headers[header] = entry.consumer;
-      if (mode === "strip") delete headers.authorization;
-      else if (mode === "replace") headers.authorization = upstreamCredential;
+      setUpstreamAuthorization(headers, mode, upstreamCredential);
       return undefined;
     },
   };
+}
+
+/** The Authorization the backend gets, the same for public operations and keyed ones. */
+function setUpstreamAuthorization(
+  headers: IncomingHttpHeaders,
+  mode: AuthOptions["upstreamAuthorization"],
+  upstreamCredential: string | undefined,
+): void {
+  if (mode === "strip") delete headers.authorization;
+  else if (mode === "replace") headers.authorization = upstreamCredential;
 }
 
 /**
