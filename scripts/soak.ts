@@ -28,6 +28,7 @@ import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { digestOf } from "../policies/auth/key-file.ts";
+import { median } from "./bench/stats.ts";
 import { buildForStart, GATEWAY_ENTRY, GATEWAY_NODE_FLAGS } from "./start-command.ts";
 
 const PROJECT_ROOT = resolve(import.meta.dirname, "..");
@@ -552,14 +553,13 @@ async function nonReadingRuns(runs: number, backend: Backend, dir: string, keys:
       await once(gateway.child, "exit");
     }
   }
-  const sorted = (of: typeof measured) => of.map((run) => run.rssGrowthMb).sort((a, b) => a - b);
-  const median = (growths: number[]) => growths[Math.floor((growths.length - 1) / 2)] ?? Number.NaN;
+  const growths = (of: typeof measured) => of.map((run) => run.rssGrowthMb);
   return {
     runs: measured,
-    medianGrowthMb: median(sorted(measured)),
-    worstGrowthMb: sorted(measured).at(-1) ?? Number.NaN,
+    medianGrowthMb: median(growths(measured)),
+    worstGrowthMb: Math.max(...growths(measured)),
     readingRuns: reference,
-    readingMedianGrowthMb: median(sorted(reference)),
+    readingMedianGrowthMb: median(growths(reference)),
   };
 }
 
