@@ -4,7 +4,7 @@
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { parseDocument } from "yaml";
 import { duplicateKey } from "../json/duplicate-keys.ts";
-import { describeSyntaxError } from "../json/syntax-error.ts";
+import { parseJsonText } from "../json/syntax-error.ts";
 import { bundleExternalRefs } from "./bundle-refs.ts";
 
 /** Larger than any hand-written description; refused before a byte is parsed. */
@@ -45,10 +45,10 @@ function parseDocumentText(text: string, name: string): unknown {
 function parseJson(text: string, name: string): unknown {
   let value: unknown;
   try {
-    value = JSON.parse(text);
-  } catch {
+    value = parseJsonText(text);
+  } catch (error) {
     // The message names the member the error is in ("/info is not valid JSON"), so the file comes first.
-    const where = describeSyntaxError(text, "the file");
+    const where = (error as Error).message;
     throw new Error(name === "the file" ? where : `${name}: ${where}`);
   }
   // JSON.parse keeps the last of two equal names, a reader of the YAML form would refuse them: one rule for both.
