@@ -46,14 +46,6 @@ export function mediaTypeMatcher<T extends { readonly mediaType: string }>(
   };
 }
 
-/** The declared key a Content-Type matches (mediaTypeMatcher, once). */
-export function matchMediaType<T extends { readonly mediaType: string }>(
-  declared: readonly T[],
-  contentType: string,
-): T | undefined {
-  return mediaTypeMatcher(declared)(contentType);
-}
-
 /** The key of a `content` map whose schema describes a JSON answer: application/json, else the first +json. */
 export function jsonMediaTypeOf(keys: readonly string[]): string | undefined {
   return (

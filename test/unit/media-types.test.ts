@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { isJsonMediaType, jsonMediaTypeOf, matchMediaType } from "../../src/media-types.ts";
+import { isJsonMediaType, jsonMediaTypeOf, mediaTypeMatcher } from "../../src/media-types.ts";
+
+const matchMediaType = <T extends { readonly mediaType: string }>(
+  declared: readonly T[],
+  contentType: string,
+) => mediaTypeMatcher(declared)(contentType);
 
 const declared = (...types: string[]) => types.map((mediaType) => ({ mediaType }));
 
