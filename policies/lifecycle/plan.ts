@@ -3,7 +3,13 @@
 import type { PlanContext, PolicyPlan } from "../../src/policy.ts";
 import { brownoutWindows } from "./deprecation.ts";
 import { daysBetween } from "./deprecation-report.ts";
-import { type Deprecation, readLifecycle, type Stability, undatedWarning } from "./facts.ts";
+import {
+  type Deprecation,
+  deprecationFacts,
+  readLifecycle,
+  type Stability,
+  undatedWarning,
+} from "./facts.ts";
 import type { LifecycleOptions } from "./index.ts";
 import { STABILITY_HEADER } from "./stability.ts";
 
@@ -41,11 +47,13 @@ export function planLifecycle(options: LifecycleOptions, { api, environment, now
 }
 
 function deprecated(deprecation: Deprecation, at: string, basePath: string, options: LifecycleOptions) {
-  const { since, sunset, successor, sources } = deprecation;
-  const sinceIso = since === undefined ? null : new Date(since).toISOString();
-  const sunsetIso = sunset === undefined ? null : new Date(sunset).toISOString();
+  const { successor, sources } = deprecation;
+  // As the report describes it, successor's public path and all.
+  const facts = deprecationFacts(deprecation, basePath);
+  const sinceIso = facts.since === undefined ? null : new Date(facts.since).toISOString();
+  const sunsetIso = facts.sunset === undefined ? null : new Date(facts.sunset).toISOString();
   const daysLeft = daysBetween(at, sunsetIso);
-  const successorName = successor && `${successor.operation.method} ${basePath}${successor.operation.path}`;
+  const successorName = facts.successor;
   const text = [
     `deprecated: every call logged ("deprecated call"), counted and reported (/deprecations)`,
     sinceIso === null
