@@ -72,7 +72,7 @@ export default definePolicy<LimitOptions, Counter<"operation" | "parameter" | "a
         return {
           text: mine.map(
             ({ spec, minimum, maximum, fallback }) =>
-              `${spec.name} clamped to ${minimum ?? "-∞"}..${maximum ?? "∞"}${fallback === undefined ? "" : `; ${fallback} when absent`} (x-${spec.name.toLowerCase()}-applied)`,
+              `${spec.name} clamped to ${minimum ?? "-∞"}..${maximum ?? "∞"}${fallback === undefined ? "" : `; ${fallback} when absent`} (${appliedHeaderOf(spec.name)})`,
           ),
           data: mine.map(({ spec, minimum, maximum, fallback }) => ({
             parameter: spec.name,
@@ -95,7 +95,7 @@ export default definePolicy<LimitOptions, Counter<"operation" | "parameter" | "a
         minimum,
         maximum,
         fallback: fallback?.toString(),
-        appliedHeader: `x-${name.toLowerCase()}-applied`,
+        appliedHeader: appliedHeaderOf(name),
         adjustedNote: `${name}Adjusted`,
         requestedNote: `${name}Requested`,
         counter,
@@ -170,4 +170,9 @@ function clampedParameters(options: LimitOptions, api: ApiDescription) {
       fallback: number("default"),
     };
   });
+}
+
+/** The answer header that says what value the backend got (x-limit-applied). */
+function appliedHeaderOf(parameter: string): string {
+  return `x-${parameter.toLowerCase()}-applied`;
 }
