@@ -161,7 +161,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
   },
   create(options, context, violations) {
     const { api, logger, now } = context;
-    const { rulesOf, modeOf } = contractOf(options, context);
+    const { modeOf, planOf } = contractOf(options, context);
 
     const drift = createDriftLog(
       api.operations.map((operation) => [operation.id, modeOf(operation)] as const),
@@ -218,7 +218,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
       forOperation(operation) {
         const mode = modeOf(operation);
         if (mode === "off") return undefined;
-        const plan = planOperation(operation, mode, rulesOf(operation));
+        const plan = planOf(operation);
         const enforce = mode === "enforce";
         return {
           readsResponseBody: true,
@@ -258,18 +258,24 @@ function contractOf(options: ResponseContractOptions, context: PlanContext) {
   const pageSizeParameters = context.optionsOf(limit)?.parameters ?? [];
   const modeOf = (operation: Operation): ContractMode => options.operations[operation.id] ?? options.mode;
   const rules = new Map<string, StatedRules>();
+  const plans = new Map<string, OperationPlan>();
   for (const operation of api.operations) {
     const stated = statedRules(operation, options.rules[operation.id], validateRules) ?? {
       source: "inferred",
       entries: inferRules(operation, api, pageSizeParameters),
     };
-    // Compiled here too, so that a rule naming what the operation lacks stops the plan as it stops start-up.
-    planOperation(operation, "report", stated);
+    // Compiled for the plan too, so that a rule naming what the operation lacks stops the plan as
+    // it stops start-up; create() judges with these same compiled plans.
+    // (An operation whose mode is off is compiled as reported; nothing judges it.)
+    const mode = modeOf(operation);
+    plans.set(operation.id, planOperation(operation, mode === "off" ? "report" : mode, stated));
     rules.set(operation.id, stated);
   }
   const rulesOf = (operation: Operation): StatedRules =>
     rules.get(operation.id) ?? { source: "inferred", entries: [] };
-  return { rulesOf, modeOf };
+  // Every operation of the document has its plan: the loop above went through them all.
+  const planOf = (operation: Operation): OperationPlan => plans.get(operation.id) as OperationPlan;
+  return { rulesOf, modeOf, planOf };
 }
 
 function contractError(first: Violation): GatewayError {
