@@ -108,7 +108,7 @@ export function judge(
     const violation = checkRule(rule, exchange, value, text);
     if (violation === undefined) continue;
     if (found === undefined) found = [];
-    found.push(rule.inferred ? { ...violation, reportOnly: true } : violation);
+    found.push(plan.rulesReportOnly ? { ...violation, reportOnly: true } : violation);
   }
   return found;
 }

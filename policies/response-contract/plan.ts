@@ -29,23 +29,18 @@ export interface StatedRules {
 // The interface's rules beyond its schemas.
 export type Rule =
   /** An array answer holds at most as many items as the (defaulted, clamped) parameter says. */
-  (
-    | { readonly rule: "page-size"; readonly parameter: string; readonly fallback: number | undefined }
-    /** When the parameter is given, every item's field equals it. */
-    | { readonly rule: "filter"; readonly parameter: string; readonly field: string; readonly token: string }
-    /** The answer's field equals the parameter (getPet: id = petId), exactly, int64 included. */
-    | {
-        readonly rule: "identity";
-        readonly parameter: string;
-        readonly field: string;
-        readonly token: string;
-      }
-    /** Every listed field the request body sent comes back equal. */
-    | { readonly rule: "echo"; readonly fields: readonly { readonly name: string; readonly token: string }[] }
-  ) & {
-    /** Not stated anywhere: a violation is reported, never enforced. */
-    readonly inferred?: boolean;
-  };
+  | { readonly rule: "page-size"; readonly parameter: string; readonly fallback: number | undefined }
+  /** When the parameter is given, every item's field equals it. */
+  | { readonly rule: "filter"; readonly parameter: string; readonly field: string; readonly token: string }
+  /** The answer's field equals the parameter (getPet: id = petId), exactly, int64 included. */
+  | {
+      readonly rule: "identity";
+      readonly parameter: string;
+      readonly field: string;
+      readonly token: string;
+    }
+  /** Every listed field the request body sent comes back equal. */
+  | { readonly rule: "echo"; readonly fields: readonly { readonly name: string; readonly token: string }[] };
 
 export interface StatusPlan {
   /** The JSON schema of the declared answer; undefined when the status declares no JSON body. */
@@ -60,6 +55,8 @@ export interface StatusPlan {
 export interface OperationPlan {
   readonly operation: Operation;
   readonly mode: "enforce" | "report";
+  /** The rules were inferred, stated nowhere: what they find is reported, never enforced. */
+  readonly rulesReportOnly: boolean;
   /** Indexed by status code (100-599): the declared answer, or undefined when not declared. */
   readonly statuses: readonly (StatusPlan | undefined)[];
 }
@@ -90,7 +87,12 @@ export function planOperation(
   mode: OperationPlan["mode"],
   rules: StatedRules,
 ): OperationPlan {
-  return { operation, mode, statuses: planStatuses(operation, compileRules(operation, rules)) };
+  return {
+    operation,
+    mode,
+    rulesReportOnly: rules.source === "inferred",
+    statuses: planStatuses(operation, compileRules(operation, rules)),
+  };
 }
 
 /**
@@ -169,7 +171,6 @@ function compileRules(operation: Operation, stated: StatedRules): Map<string, Ru
     stated.source === "config"
       ? `policies.responseContract.rules.${operation.id}`
       : `OpenAPI description: ${operation.method.toLowerCase()} ${operation.path} ${RULES_EXTENSION}`;
-  const inferred = stated.source === "inferred";
   const byStatus = new Map<string, Rule[]>();
   for (const [index, entry] of stated.entries.entries()) {
     const here = `${where}/${index}`;
@@ -199,7 +200,6 @@ function compileRules(operation: Operation, stated: StatedRules): Map<string, Ru
           rule: "page-size",
           parameter: spec.name,
           fallback: typeof fallback === "number" ? fallback : undefined,
-          inferred,
         };
         break;
       }
@@ -211,7 +211,6 @@ function compileRules(operation: Operation, stated: StatedRules): Map<string, Ru
           parameter: parameterOf().name,
           field,
           token: escapePointerToken(field),
-          inferred,
         };
         break;
       }
@@ -221,7 +220,6 @@ function compileRules(operation: Operation, stated: StatedRules): Map<string, Ru
         rule = {
           rule: "echo",
           fields: need("fields").map((name) => ({ name, token: escapePointerToken(name) })),
-          inferred,
         };
         break;
       }
