@@ -137,6 +137,9 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
           schema,
           type: typeof schema.type === "string" ? schema.type : undefined,
           format: typeof schema.format === "string" ? schema.format : undefined,
+          minimum: numberOf(schema.minimum),
+          maximum: numberOf(schema.maximum),
+          numericDefault: numberOf(schema.default),
           validate: compile(schema, `${where}.parameters.${name}.schema`),
         });
       }
@@ -261,4 +264,8 @@ function rewriteRefs(value: Json, componentsId: string): Json {
         : rewriteRefs(child, componentsId);
   }
   return out;
+}
+
+function numberOf(value: unknown): number | undefined {
+  return typeof value === "number" ? value : undefined;
 }

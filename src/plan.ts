@@ -172,10 +172,7 @@ function parametersOf(operation: Operation): PlannedParameter[] {
 }
 
 function describeParameter(spec: ParameterSpec): PlannedParameter {
-  const { schema } = spec;
-  const number = (key: string) => (typeof schema[key] === "number" ? (schema[key] as number) : undefined);
-  const minimum = number("minimum");
-  const maximum = number("maximum");
+  const { schema, minimum, maximum } = spec;
   return {
     name: spec.name,
     in: spec.in,

@@ -159,15 +159,13 @@ function clampedParameters(options: LimitOptions, api: ApiDescription) {
       throw new Error(`policies.limit.parameters: ${entry} is not a query parameter of the description`);
     if (spec.type !== "integer")
       throw new Error(`policies.limit.parameters: ${entry} is not an integer parameter`);
-    const number = (key: string) =>
-      typeof spec.schema[key] === "number" ? (spec.schema[key] as number) : undefined;
     return {
       operationId,
       name,
       spec,
-      minimum: number("minimum"),
-      maximum: number("maximum"),
-      fallback: number("default"),
+      minimum: spec.minimum,
+      maximum: spec.maximum,
+      fallback: spec.numericDefault,
     };
   });
 }

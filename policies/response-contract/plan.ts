@@ -195,12 +195,7 @@ function compileRules(operation: Operation, stated: StatedRules): Map<string, Ru
       case "page-size": {
         const spec = parameterOf();
         if (spec.type !== "integer") throw new Error(`${here}: ${spec.name} is not an integer parameter`);
-        const fallback = spec.schema.default;
-        rule = {
-          rule: "page-size",
-          parameter: spec.name,
-          fallback: typeof fallback === "number" ? fallback : undefined,
-        };
+        rule = { rule: "page-size", parameter: spec.name, fallback: spec.numericDefault };
         break;
       }
       case "filter":

@@ -12,6 +12,10 @@ export interface ParameterSpec {
   /** "integer" parameters are checked as integer literals within their format's range before the schema. */
   readonly type: string | undefined;
   readonly format: string | undefined;
+  /** The schema's minimum, maximum and default, when they are numbers (the limit policy clamps to them). */
+  readonly minimum: number | undefined;
+  readonly maximum: number | undefined;
+  readonly numericDefault: number | undefined;
   readonly validate: ValidateFunction;
 }
 
