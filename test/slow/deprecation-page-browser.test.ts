@@ -29,7 +29,7 @@ import { PROJECT_ROOT } from "../support/program.ts";
 const CHROMIUM = "/usr/bin/chromium";
 const NO_CHROMIUM = existsSync(CHROMIUM)
   ? false
-  : `no Chromium at ${CHROMIUM}: apt-get install chromium (CONTRIBUTING.md, "Packages the slow lane and the benchmark want")`;
+  : `no Chromium at ${CHROMIUM}: apt-get install chromium (CONTRIBUTING.md, "Packages the tests, the slow lane and the benchmark want")`;
 /** Where the screenshots go (ignored by git). */
 const OUTPUT = join(PROJECT_ROOT, "test-results", "deprecation-page-browser");
 const HOSTILE_AGENT = `<script>alert("ua")</script> & 'quoted'`;
