@@ -3,7 +3,7 @@
 // no single process's /deprecations can. Same shape and figures as the ops report.
 //
 //   npm run deprecation-report -- gateway.log [more.log ...]     # or lines on stdin
-//   kubectl logs -l app.kubernetes.io/name=petstore-gateway --tail=-1 --since=720h | npm run deprecation-report -- --format csv
+//   kubectl logs -l app.kubernetes.io/name=petstore-gateway --tail=-1 --since=720h | npm run -s deprecation-report -- --format csv
 //   kubectl logs -l app.kubernetes.io/name=petstore-gateway --tail=-1 --since=720h | npm run -s deprecation-report -- --format html > report.html
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
