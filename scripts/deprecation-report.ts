@@ -14,6 +14,7 @@ import { DEFAULT_QUIET_DAYS, renderDeprecationPage } from "../policies/lifecycle
 import { CallerTally } from "../policies/lifecycle/deprecation-report.ts";
 import { reportToCsv } from "../policies/lifecycle/deprecation-report-formats.ts";
 import lifecycle, { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
+import responseContract from "../policies/response-contract/index.ts";
 import { ViolationTally } from "../policies/response-contract/violation-log-lines.ts";
 import { loadConfigForCommand } from "../src/config.ts";
 import { loadApiDescription } from "../src/openapi.ts";
@@ -30,9 +31,6 @@ or, without any (or with -), from stdin, and prints who called each deprecated o
                 OPENAPI_FILE or config/openapi.json)
   --config      the gateway config, whose policies.lifecycle.operations may date them (default:
                 GATEWAY_CONFIG or config/gateway.json)`;
-
-/** Recent contract violations the page shows per operation, one per rule and place. */
-const RECENT_VIOLATIONS_SHOWN = 5;
 
 async function main(): Promise<number> {
   let parsed: ReturnType<typeof parse>;
@@ -91,7 +89,10 @@ async function main(): Promise<number> {
         scope: { kind: "fleet", logLines: lines },
         quietDays,
         ...(daily && { daily: daily.view() }),
-        ...(violations && { violations: violations.report(RECENT_VIOLATIONS_SHOWN) }),
+        // As many recent kinds per operation as /contract/violations keeps.
+        ...(violations && {
+          violations: violations.report(optionsOf(config, responseContract)?.recentPerOperation ?? 0),
+        }),
       }),
     );
   } else {
