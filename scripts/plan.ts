@@ -1,19 +1,16 @@
 // What the gateway will enforce with a document and a config, printed without starting anything:
-// built by the functions start-up runs (loadConfig, loadApiDescription, planGateway and each
-// policy's plan), so it refuses what start-up refuses, with the same one line.
+// built by the functions start-up runs (planForCommand: loadConfig, loadApiDescription, planGateway
+// and each policy's plan), so it refuses what start-up refuses, with the same one line.
 //
 //   npm run plan
 //   npm run plan -- --openapi their-openapi.json --config gateway.json --format json
 import { isAbsolute, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import policies from "../policies/index.ts";
-import { loadConfigForCommand } from "../src/config.ts";
-import { loadApiDescription } from "../src/openapi.ts";
-import { planGateway } from "../src/plan.ts";
+import { planForCommand } from "../src/plan.ts";
 import { planJson, planText } from "../src/plan-text.ts";
 import { fromUserDirectory } from "../src/project-files.ts";
 import { StartupError } from "../src/startup-errors.ts";
-import { chooseUpstream } from "../src/upstream-choice.ts";
 
 const USAGE = `usage: plan [--openapi <file>] [--config <file>] [--format text|json] [--now <ISO date>]
 Prints what the gateway will enforce: public operations first, then each operation with the key
@@ -48,19 +45,11 @@ function main(): number {
     return 2;
   }
   try {
-    const { config, file: configFile } = loadConfigForCommand(policies, {
-      file: values.config,
-      openapi: values.openapi,
-    });
-    const choice = chooseUpstream(config);
-    const api = loadApiDescription(config.openapi, { basePath: config.basePath });
-    const plan = planGateway({
-      api,
-      config,
+    const { plan, config, configFile } = planForCommand(
       policies,
-      environment: choice.kind === "demo" ? "demo" : choice.environment,
-      now: () => now,
-    });
+      { file: values.config, openapi: values.openapi },
+      () => now,
+    );
     const sources = { openapi: shown(config.openapi), config: shown(configFile) };
     process.stdout.write(format === "json" ? planJson(plan, sources) : planText(plan, sources));
     return 0;

@@ -2,11 +2,13 @@
 // core's part (routes, parameters, bodies, what it does not check) and each policy's own
 // (PolicyDefinition.plan), built by the same functions start-up uses. createGateway() logs its
 // warnings; `npm run plan` (scripts/plan.ts) prints the whole of it.
+import { loadConfigForCommand } from "./config.ts";
 import type { GatewayConfig } from "./config-schema.ts";
-import type { ApiDescription, Operation, ParameterSpec } from "./openapi.ts";
+import { type ApiDescription, loadApiDescription, type Operation, type ParameterSpec } from "./openapi.ts";
 import { type AnyPolicyDefinition, optionsOf, type PlanContext, type PlanWarning } from "./policy.ts";
 import { describeSchema } from "./schema-brief.ts";
 import { ConfigError, StartupError } from "./startup-errors.ts";
+import { chooseUpstream } from "./upstream-choice.ts";
 
 export interface PlannedParameter {
   readonly name: string;
@@ -62,6 +64,22 @@ export interface PlanOptions {
   readonly policies: readonly AnyPolicyDefinition[];
   readonly environment: string;
   readonly now: () => number;
+}
+
+/**
+ * The plan of a document and a config as start-up would read them (loadConfigForCommand: `file`
+ * instead of GATEWAY_CONFIG, `openapi` instead of the config's document), for `npm run plan`.
+ */
+export function planForCommand(
+  policies: readonly AnyPolicyDefinition[],
+  given: { readonly file?: string | undefined; readonly openapi?: string | undefined },
+  now: () => number,
+): { readonly plan: GatewayPlan; readonly config: GatewayConfig; readonly configFile: string } {
+  const { config, file: configFile } = loadConfigForCommand(policies, given);
+  const choice = chooseUpstream(config);
+  const api = loadApiDescription(config.openapi, { basePath: config.basePath });
+  const environment = choice.kind === "demo" ? "demo" : choice.environment;
+  return { plan: planGateway({ api, config, policies, environment, now }), config, configFile };
 }
 
 export const UNCHECKED_PARAMETER_REASON =
