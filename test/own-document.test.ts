@@ -6,7 +6,11 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import policies from "../policies/index.ts";
 import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
+import { planForCommand } from "../src/plan.ts";
+import { planJson, planText } from "../src/plan-text.ts";
+import { DEFAULT_CONFIG_FILE } from "../src/project-files.ts";
 import { boundedConfigFile } from "./support/config-file.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
@@ -147,15 +151,18 @@ describe("a team's own document, without the gateway's extensions, in front of t
   });
 });
 
-// Each test runs its own processes: they may run side by side.
-describe("npm run plan", { concurrency: true }, () => {
+// The plan as the command builds it (planForCommand), in this process; one run of the command
+// itself, and its refusal beside the gateway's, in test/slow/openapi-documents.
+describe("npm run plan", () => {
   const NOW = "2026-11-25T00:00:00Z";
+  const planOutput = (given: { file: string; openapi?: string }, format: "text" | "json") => {
+    const { plan, config, configFile } = planForCommand(policies, given, () => Date.parse(NOW));
+    const sources = { openapi: config.openapi, config: configFile };
+    return format === "json" ? planJson(plan, sources) : planText(plan, sources);
+  };
 
-  test("on the project's document: every operation, its key, bounds, stated rules and days to the sunset", async () => {
-    const { code, stdout, stderr } = await run(["scripts/plan.ts", "--now", NOW], {
-      GATEWAY_CONFIG: boundedConfigFile(),
-    });
-    assert.equal(code, 0, stderr);
+  test("on the project's document: every operation, its key, bounds, stated rules and days to the sunset", () => {
+    const stdout = planOutput({ file: boundedConfigFile() }, "text");
     assert.match(stdout, /^Pet Store 1\.0\.0: what petstore-gateway will enforce$/m);
     assert.match(stdout, /^Public operations \(no key\): none/m);
     for (const name of [
@@ -190,12 +197,14 @@ describe("npm run plan", { concurrency: true }, () => {
     assert.match(stdout, new RegExp(`^document ${basename(OWN_DOCUMENT).replace(".", "\\.")}, `, "m"));
   });
 
-  test("--format json on a team's own document: public first, inferred rules report-only, what is ignored", async () => {
-    const { code, stdout, stderr } = await run(
-      ["scripts/plan.ts", "--openapi", OWN_DOCUMENT, "--format", "json", "--now", NOW],
-      { GATEWAY_CONFIG: boundedConfigFile({ policies: { responseContract: { mode: "enforce" } } }) },
+  test("--format json on a team's own document: public first, inferred rules report-only, what is ignored", () => {
+    const stdout = planOutput(
+      {
+        file: boundedConfigFile({ policies: { responseContract: { mode: "enforce" } } }),
+        openapi: OWN_DOCUMENT,
+      },
+      "json",
     );
-    assert.equal(code, 0, stderr);
     const plan = JSON.parse(stdout) as {
       operations: {
         operation: string;
@@ -249,24 +258,13 @@ describe("npm run plan", { concurrency: true }, () => {
     ]);
   });
 
-  test("a date given in the document and the config: plan and gateway both refuse, with the same line", async () => {
-    const config = boundedConfigFile({
-      upstream: { url: "http://127.0.0.1:9/v1" },
-      policies: { auth: { keysFile }, lifecycle: { operations: { getPet: { since: SINCE } } } },
-    });
-    const [plan, gateway] = await Promise.all([
-      run(["scripts/plan.ts", "--config", config]),
-      run([...GATEWAY_PROGRAM], { GATEWAY_CONFIG: config }),
-    ]);
-    assert.equal(plan.code, 1);
-    assert.equal(gateway.code, 1);
-    assert.equal(plan.stdout, "");
-    assert.equal(plan.stderr.split("\n").length, 2, "one line");
-    assert.equal(plan.stderr, gateway.stderr);
-    assert.match(
-      plan.stderr,
-      /^petstore-gateway: invalid config: policies\.lifecycle\.operations\.getPet\.since: getPet's since is given by x-gateway-deprecation in the document too; give it in one place\n$/,
-    );
+  test("docs/plan.md shows the bundled document and config's plan as it is", () => {
+    const page = readFileSync(join(PROJECT_ROOT, "docs/plan.md"), "utf8");
+    const shown = /`npm run plan -- --now ([^`]+)`\):\n\n```\n([\s\S]*?)```\n/.exec(page);
+    assert.ok(shown, "docs/plan.md has the bundled plan with the instant it was counted from");
+    const [, now, text] = shown;
+    const { plan } = planForCommand(policies, { file: DEFAULT_CONFIG_FILE }, () => Date.parse(now as string));
+    assert.equal(text, planText(plan, { openapi: "config/openapi.json", config: "config/gateway.json" }));
   });
 });
 

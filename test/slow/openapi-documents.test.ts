@@ -1,5 +1,6 @@
 // The gateway program, as `npm start` runs it, reads OPENAPI_FILE as a 3.0 YAML document split over
 // two files, and takes its base path from the config file when the document's servers disagree.
+// The plan command refuses what start-up refuses, with the same line.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -86,4 +87,31 @@ test("servers that disagree stop start-up in one line naming them; basePath in t
   });
   gateways.push(gateway);
   assert.equal((await request(`${gateway.origin}/v1/pets`, { key })).status, 200);
+});
+
+/** A program of the project run to its end, on ports the OS chooses should it listen. */
+const run = (args: readonly string[], env: Record<string, string> = {}) =>
+  runProgram(args, { env: { PORT: "0", OPS_PORT: "0", ...env } });
+
+test("a date given in the document and the config: plan and gateway both refuse, with the same line", async () => {
+  const config = boundedConfigFile({
+    upstream: { url: "http://127.0.0.1:9/v1" },
+    policies: {
+      auth: { keysFile },
+      lifecycle: { operations: { getPet: { since: "2026-01-01T00:00:00Z" } } },
+    },
+  });
+  const [plan, gateway] = await Promise.all([
+    run(["scripts/plan.ts", "--config", config]),
+    run([...GATEWAY_PROGRAM], { GATEWAY_CONFIG: config }),
+  ]);
+  assert.equal(plan.code, 1);
+  assert.equal(gateway.code, 1);
+  assert.equal(plan.stdout, "");
+  assert.equal(plan.stderr.split("\n").length, 2, "one line");
+  assert.equal(plan.stderr, gateway.stderr);
+  assert.match(
+    plan.stderr,
+    /^petstore-gateway: invalid config: policies\.lifecycle\.operations\.getPet\.since: getPet's since is given by x-gateway-deprecation in the document too; give it in one place\n$/,
+  );
 });
