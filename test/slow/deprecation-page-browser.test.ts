@@ -38,12 +38,13 @@ const NOW = at("2030-11-20T12:00:00Z");
 
 // The browser's own names, for the functions that run in the page (the project compiles without DOM types).
 declare const document: {
+  readonly documentElement: { readonly scrollWidth: number };
   addEventListener(
     type: string,
     listener: (event: { violatedDirective: string; blockedURI: string }) => void,
   ): void;
 };
-declare function getComputedStyle(element: unknown): { fill: string };
+declare function getComputedStyle(element: unknown): { fill: string; backgroundColor: string };
 
 interface Trouble {
   readonly console: string[];
@@ -180,9 +181,18 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
   });
 
   test("the log command's file shows day bars for every replica's calls, on a laptop, a phone and in dark mode", async (t) => {
-    for (const [name, options] of [
-      ["report-laptop.png", { viewport: { width: 1280, height: 900 } }],
-      ["report-phone-dark.png", { viewport: { width: 390, height: 844 }, colorScheme: "dark" as const }],
+    // The page's colours in each scheme (deprecation-page.ts's style: --bg, --bar).
+    for (const [name, options, colours] of [
+      [
+        "report-laptop.png",
+        { viewport: { width: 1280, height: 900 } },
+        { background: "rgb(255, 255, 255)", bar: "rgb(31, 95, 191)" },
+      ],
+      [
+        "report-phone-dark.png",
+        { viewport: { width: 390, height: 844 }, colorScheme: "dark" as const },
+        { background: "rgb(18, 20, 23)", bar: "rgb(127, 176, 255)" },
+      ],
     ] as const) {
       const context = await browser.newContext(options);
       const page = await context.newPage();
@@ -193,6 +203,22 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
       // acme: 9 calls over 8 days, globex's two calls, initech's 7 days.
       assert.equal(await page.locator("svg.daily rect.bar").count(), 8 + 2 + 7);
       await assertStyledBars(page, "svg.daily rect.bar");
+      assert.deepEqual(
+        {
+          background: await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor),
+          bar: await page
+            .locator("svg.daily rect.bar")
+            .first()
+            .evaluate((bar) => getComputedStyle(bar).fill),
+        },
+        colours,
+        `${name}: the scheme's colours`,
+      );
+      // Nothing wider than the screen: a phone scrolls down, never sideways.
+      assert.ok(
+        (await page.evaluate(() => document.documentElement.scrollWidth)) <= options.viewport.width,
+        `${name}: wider than its ${options.viewport.width} px viewport`,
+      );
       assert.equal(await page.locator("table.violations-by-rule tbody tr").count(), 1);
       assert.equal(await page.locator("td.excerpt").first().textContent(), '"<b>seven</b>"');
       await page.screenshot({ path: join(OUTPUT, name), fullPage: true });
