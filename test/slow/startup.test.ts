@@ -12,20 +12,13 @@ import { definePolicy } from "../../src/policy.ts";
 import { eventually } from "../support/eventually.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
+import { runProgram } from "../support/processes.ts";
 import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
+/** The gateway program run to its end (runProgram: killed and failed past 30 s), on ports the OS chooses. */
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
-  const child = spawn(process.execPath, GATEWAY_PROGRAM, {
-    cwd: PROJECT_ROOT,
-    env: { ...childEnv(), PORT: "0", OPS_PORT: "0", ...env },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const [code] = (await once(child, "exit")) as [number];
-  return { code, stderr };
+  const { code, stderr } = await runProgram(GATEWAY_PROGRAM, { env: { PORT: "0", OPS_PORT: "0", ...env } });
+  return { code: code ?? -1, stderr };
 }
 
 test("an environment variable with a bad value is named in the one-line start-up error", async () => {
