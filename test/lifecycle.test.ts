@@ -10,6 +10,7 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { type Answer, request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
+import { OWN_DOCUMENT } from "./support/openapi-documents.ts";
 import { type BackendProcess, runProgram, startDemoBackendProcess } from "./support/processes.ts";
 import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
@@ -776,7 +777,7 @@ describe("deprecated: true with no date anywhere (a team's own document)", () =>
     gw = await startGateway({
       upstreamUrl: backend.url,
       config: {
-        openapi: join(PROJECT_ROOT, "test/fixtures/openapi-own.json"),
+        openapi: OWN_DOCUMENT,
         policies: { auth: { keysFile } },
       },
     });
@@ -826,14 +827,7 @@ test("the log command dates a deprecation from --config when the document says o
     userAgent: "acme-sync/2",
   });
   const { code, stdout, stderr } = await runReportCommand(
-    [
-      "--openapi",
-      join(PROJECT_ROOT, "test/fixtures/openapi-own.json"),
-      "--config",
-      config,
-      "--now",
-      "2030-12-31T00:00:00Z",
-    ],
+    ["--openapi", OWN_DOCUMENT, "--config", config, "--now", "2030-12-31T00:00:00Z"],
     [line],
   );
   assert.equal(code, 0, stderr);

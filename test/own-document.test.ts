@@ -16,7 +16,7 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
-import { writeDocumentFiles } from "./support/openapi-documents.ts";
+import { failClosedSecurityDocument, OWN_DOCUMENT, writeDocumentFiles } from "./support/openapi-documents.ts";
 import {
   type BackendProcess,
   type GatewayProcess,
@@ -26,7 +26,6 @@ import {
 } from "./support/processes.ts";
 import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
-const OWN_DOCUMENT = join(PROJECT_ROOT, "test/fixtures/openapi-own.json");
 const { file: keysFile, keyOf } = writeKeysFile(["acme"]);
 const acme = keyOf("acme");
 const SINCE = "2026-01-01T00:00:00Z";
@@ -271,15 +270,10 @@ describe("npm run plan", () => {
 describe("security the gateway cannot enforce as written fails closed, over HTTP", () => {
   let gw: TestGateway;
   before(async () => {
-    // The team's document with security: [] at the document's level only, an anonymous {}
-    // beside bearer, and a scheme components.securitySchemes does not declare.
-    const document = JSON.parse(readFileSync(OWN_DOCUMENT, "utf8"));
-    document.security = [];
-    delete document.paths["/pets"].get.security;
-    document.paths["/pets"].post.security = [{ bearer: [] }, {}];
-    document.paths["/pets/{petId}"].get.security = [{ missing: [] }];
-    document.components.securitySchemes.bearer = { type: "http", scheme: "Bearer" };
-    const openapi = join(writeDocumentFiles({ "openapi.json": document }), "openapi.json");
+    const openapi = join(
+      writeDocumentFiles({ "openapi.json": failClosedSecurityDocument() }),
+      "openapi.json",
+    );
     // No backend listens: a request that passes authentication gets 502, one that does not 401.
     gw = await startGateway({
       upstreamUrl: "http://127.0.0.1:9/v1",

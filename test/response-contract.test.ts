@@ -23,6 +23,7 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { type Answer, request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
+import { OWN_DOCUMENT } from "./support/openapi-documents.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
@@ -741,7 +742,6 @@ describe("contract options", () => {
 });
 
 describe("rules a team's own document does not state", () => {
-  const OWN_DOCUMENT = join(import.meta.dirname, "fixtures/openapi-own.json");
   let backend: ProgrammableBackend;
   let inferred: TestGateway;
   let stated: TestGateway;

@@ -1,9 +1,29 @@
 // OpenAPI documents written for one test: files in a fresh folder, and a smallest document that
-// the gateway accepts, for a test to put one schema, one server list or one $ref into.
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+// the gateway accepts, for a test to put one schema, one server list or one $ref into; and a
+// team's own description of the Pet Store, with none of the gateway's extensions.
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { type ApiDescription, loadApiDescription } from "../../src/openapi.ts";
+import { PROJECT_ROOT } from "../../src/project-files.ts";
+
+/** A team's own Pet Store document: no x-gateway-*, its own security, deprecated: true undated. */
+export const OWN_DOCUMENT = join(PROJECT_ROOT, "test/fixtures/openapi-own.json");
+
+/**
+ * The team's document with security the gateway cannot enforce as written: security: [] at the
+ * document's level only (listPets), an anonymous {} beside bearer (createPet), and a scheme
+ * components.securitySchemes does not declare (getPet). Each must fail closed.
+ */
+export function failClosedSecurityDocument(): Record<string, unknown> {
+  const document = JSON.parse(readFileSync(OWN_DOCUMENT, "utf8"));
+  document.security = [];
+  delete document.paths["/pets"].get.security;
+  document.paths["/pets"].post.security = [{ bearer: [] }, {}];
+  document.paths["/pets/{petId}"].get.security = [{ missing: [] }];
+  document.components.securitySchemes.bearer = { type: "http", scheme: "Bearer" };
+  return document;
+}
 
 /** Writes each file (text as it is, anything else as JSON) under a new folder; returns the folder. */
 export function writeDocumentFiles(files: Readonly<Record<string, unknown>>): string {

@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { accessOf } from "../../../../policies/auth/access.ts";
 import { loadApiDescription, type Operation } from "../../../../src/openapi.ts";
-import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../../../../src/project-files.ts";
-
-const OWN = join(PROJECT_ROOT, "test/fixtures/openapi-own.json");
+import { DEFAULT_OPENAPI_FILE } from "../../../../src/project-files.ts";
+import {
+  failClosedSecurityDocument,
+  loadDocument,
+  OWN_DOCUMENT,
+} from "../../../support/openapi-documents.ts";
 
 interface Document {
   security?: unknown;
@@ -15,15 +16,13 @@ interface Document {
   components: { securitySchemes: Record<string, unknown> };
 }
 
-/** The fixture with its security rewritten; `operation` finds one by path and method. */
+/** The team's document with its security rewritten; `operation` finds one by path and method. */
 function documentWith(
   edit: (doc: Document, operation: (path: string, method: string) => { security?: unknown }) => void,
 ) {
-  const doc = JSON.parse(readFileSync(OWN, "utf8")) as Document;
+  const doc = JSON.parse(readFileSync(OWN_DOCUMENT, "utf8")) as Document;
   edit(doc, (path, method) => doc.paths[path]?.[method] as { security?: unknown });
-  const file = join(mkdtempSync(join(tmpdir(), "gw-access-")), "openapi.json");
-  writeFileSync(file, JSON.stringify(doc));
-  return loadApiDescription(file);
+  return loadDocument(doc);
 }
 
 test("the project's document: every operation needs a bearer key, and there is nothing to warn about", () => {
@@ -35,7 +34,7 @@ test("the project's document: every operation needs a bearer key, and there is n
 });
 
 test("only an operation's own security: [] makes it public; no security or another scheme still needs a key", () => {
-  const api = loadApiDescription(OWN);
+  const api = loadApiDescription(OWN_DOCUMENT);
   const access = accessOf(api);
   const of = (id: string) => access.of(api.operation(id) as Operation);
   assert.deepEqual(of("listPets"), { public: true, unlike: undefined });
@@ -46,13 +45,7 @@ test("only an operation's own security: [] makes it public; no security or anoth
 });
 
 test("security: [] at the document's level, an anonymous {} and an undeclared scheme fail closed", () => {
-  const api = documentWith((doc, operation) => {
-    doc.security = [];
-    delete operation("/pets", "get").security;
-    operation("/pets", "post").security = [{ bearer: [] }, {}];
-    operation("/pets/{petId}", "get").security = [{ missing: [] }];
-    doc.components.securitySchemes.bearer = { type: "http", scheme: "Bearer" };
-  });
+  const api = loadDocument(failClosedSecurityDocument());
   const access = accessOf(api);
   const of = (id: string) => access.of(api.operation(id) as Operation);
   assert.equal(of("listPets").public, false);

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { test } from "node:test";
 import { readLifecycle, undatedWarning } from "../../../../policies/lifecycle/facts.ts";
 import { loadApiDescription } from "../../../../src/openapi.ts";
-import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../../../../src/project-files.ts";
+import { DEFAULT_OPENAPI_FILE } from "../../../../src/project-files.ts";
 import { ConfigError } from "../../../../src/startup-errors.ts";
+import { OWN_DOCUMENT } from "../../../support/openapi-documents.ts";
 
 const real = loadApiDescription(DEFAULT_OPENAPI_FILE);
-const own = loadApiDescription(join(PROJECT_ROOT, "test/fixtures/openapi-own.json"));
+const own = loadApiDescription(OWN_DOCUMENT);
 
 test("deprecated: true with no extension is a deprecation without dates, and start-up is told how to add them", () => {
   const { deprecations } = readLifecycle(own);

@@ -4,6 +4,7 @@ import { test } from "node:test";
 import { confirmingLine, inferRules } from "../../../../policies/response-contract/inference.ts";
 import { loadApiDescription } from "../../../../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../../../../src/project-files.ts";
+import { OWN_DOCUMENT } from "../../../support/openapi-documents.ts";
 
 const PAGE_SIZE = ["listPets.limit"];
 
@@ -19,7 +20,7 @@ test("on the project's document the inference finds exactly the rules the docume
 });
 
 test("on a team's own document: page size from limit's setting, filter, identity and echo", () => {
-  const api = loadApiDescription(join(PROJECT_ROOT, "test/fixtures/openapi-own.json"));
+  const api = loadApiDescription(OWN_DOCUMENT);
   const rules = (id: string, pageSize = PAGE_SIZE) => {
     const operation = api.operation(id);
     assert.ok(operation);
