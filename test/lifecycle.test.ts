@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
+import { boundedConfigFile } from "./support/config-file.ts";
 import { runReportCommand } from "./support/deprecation-page.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { type Answer, request } from "./support/http.ts";
@@ -807,17 +808,13 @@ describe("deprecated: true with no date anywhere (a team's own document)", () =>
 });
 
 test("the log command dates a deprecation from --config when the document says only deprecated: true", async () => {
-  const config = join(mkdtempSync(join(tmpdir(), "gw-report-config-")), "gateway.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
-      policies: {
-        lifecycle: {
-          operations: { getPet: { since: "2026-02-01T00:00:00Z", sunset: "2031-01-01T00:00:00Z" } },
-        },
+  const config = boundedConfigFile({
+    policies: {
+      lifecycle: {
+        operations: { getPet: { since: "2026-02-01T00:00:00Z", sunset: "2031-01-01T00:00:00Z" } },
       },
-    }),
-  );
+    },
+  });
   const line = JSON.stringify({
     level: "info",
     msg: "deprecated call",
