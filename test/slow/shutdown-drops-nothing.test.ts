@@ -182,15 +182,16 @@ describe("a connection accepted just before the drain ends", () => {
 
 describe("a connection the kernel accepted while the process was stalled at the end of the drain", () => {
   test("is answered with Connection: close once the process resumes, not reset", async () => {
-    // Stalled from 500 ms before the drain ends to 1,000 ms after: the drain's timer and this
-    // connection are both pending when the event loop comes back, whenever the test gets to it.
+    // Stalled from 500 ms before the drain ends to 2,500 ms after: the drain's timer and this
+    // connection are both pending when the event loop comes back, whenever the test gets to it
+    // (it has the 3 s of the stall to read the line and connect, on a loaded machine too).
     const gateway = await startGatewayProcess(
       {
         GATEWAY_CONFIG: configFile,
         API_KEYS_FILE: keysFile,
         UPSTREAM_URL: backend.url,
         STALL_AT_MS: String(DRAIN_MS - 500),
-        STALL_MS: "1500",
+        STALL_MS: "3000",
       },
       [...GATEWAY_NODE_FLAGS, "test/fixtures/stalling-gateway.ts"],
     );
