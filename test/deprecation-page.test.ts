@@ -6,13 +6,14 @@ import { after, before, describe, test } from "node:test";
 import { parseHTML } from "linkedom";
 import type { DeprecationReport } from "../policies/lifecycle/deprecation-report.ts";
 import type { ContractReport } from "../policies/response-contract/index.ts";
-import { contractAnswer } from "./fixtures/contract-answer.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import {
-  jsonAnswer,
-  type ProgrammableBackend,
-  startProgrammableBackend,
-} from "./fixtures/programmable-backend.ts";
-import { jsonFigures, pageFigures, runReportCommand } from "./support/deprecation-page.ts";
+  contractBrokenForPet13,
+  deprecatedCaller,
+  jsonFigures,
+  pageFigures,
+  runReportCommand,
+} from "./support/deprecation-page.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
@@ -38,24 +39,19 @@ describe("the deprecation page from a real gateway's log lines and ops port", ()
   before(async () => {
     backend = await startProgrammableBackend();
     // Inside the contract, but for animal 13, whose category is a string: one violation.
-    backend.behave((req) =>
-      req.url === "/v1/pets/13"
-        ? jsonAnswer(200, JSON.stringify({ id: 13, name: "Rex", categoryId: HOSTILE_VALUE }))
-        : contractAnswer(req),
-    );
+    backend.behave(contractBrokenForPet13(HOSTILE_VALUE));
     gw = await startGateway({
       upstreamUrl: backend.url,
       config: { policies: { auth: { keysFile } } },
       now: () => clock,
     });
-    const call = async (consumer: string, iso: string, userAgent: string, pet = 1) => {
-      clock = at(iso);
-      const answer = await request(`${gw.url}/pets/${pet}`, {
-        key: keyOf(consumer),
-        headers: { "user-agent": userAgent },
-      });
-      assert.equal(answer.status, 200);
-    };
+    const call = deprecatedCaller(
+      () => gw.url,
+      keyOf,
+      (iso) => {
+        clock = at(iso);
+      },
+    );
     // umbrella called once, before the 30 days the bars show; globex stopped 20 days ago: both
     // migrated (quiet for more than 14 days). acme and initech still call.
     await call("umbrella", "2030-10-05T09:00:00Z", "umbrella-batch/0.9");

@@ -12,13 +12,14 @@ import { after, before, describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import type { DeprecationReport } from "../../policies/lifecycle/deprecation-report.ts";
-import { contractAnswer } from "../fixtures/contract-answer.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
 import {
-  jsonAnswer,
-  type ProgrammableBackend,
-  startProgrammableBackend,
-} from "../fixtures/programmable-backend.ts";
-import { jsonFigures, pageFigures, runReportCommand } from "../support/deprecation-page.ts";
+  contractBrokenForPet13,
+  deprecatedCaller,
+  jsonFigures,
+  pageFigures,
+  runReportCommand,
+} from "../support/deprecation-page.ts";
 import { eventually } from "../support/eventually.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
@@ -90,11 +91,7 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
     setClock = (iso) => writeFileSync(clockFile, String(at(iso)));
     setClock("2030-10-20T00:00:00Z");
     backend = await startProgrammableBackend();
-    backend.behave((req) =>
-      req.url === "/v1/pets/13"
-        ? jsonAnswer(200, JSON.stringify({ id: 13, name: "Rex", categoryId: "<b>seven</b>" }))
-        : contractAnswer(req),
-    );
+    backend.behave(contractBrokenForPet13("<b>seven</b>"));
     gateway = await startGatewayProcess(
       { WORKERS: "2", CLOCK_FILE: clockFile, API_KEYS_FILE: keysFile, UPSTREAM_URL: backend.url },
       ["test/fixtures/clocked-gateway.ts"],
@@ -105,13 +102,9 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
       20_000,
     );
     // Each call on its own connection: the primary hands connections to the workers in turn.
+    const callAt = deprecatedCaller(() => `${gateway.origin}/v1`, keyOf, setClock);
     const call = async (consumer: string, iso: string, userAgent: string, pet = 1) => {
-      setClock(iso);
-      const answer = await request(`${gateway.origin}/v1/pets/${pet}`, {
-        key: keyOf(consumer),
-        headers: { "user-agent": userAgent },
-      });
-      assert.equal(answer.status, 200);
+      await callAt(consumer, iso, userAgent, pet);
       calls++;
     };
     // globex stopped three weeks ago: migrated. acme calls every few days, initech daily.

@@ -1,7 +1,36 @@
-// The deprecation page read back through a DOM, and the log command run as a user runs it.
+// The deprecation page read back through a DOM, the log command run as a user runs it, and the
+// scenario both page tests play: callers of getPet on given days, one answer breaking the contract.
+import assert from "node:assert/strict";
 import { parseHTML } from "linkedom";
 import type { DeprecationReport } from "../../policies/lifecycle/deprecation-report.ts";
+import { contractAnswer } from "../fixtures/contract-answer.ts";
+import { type Behaviour, jsonAnswer, type RecordedRequest } from "../fixtures/programmable-backend.ts";
+import { request } from "./http.ts";
 import { type ProgramRun, runProgram } from "./processes.ts";
+
+/** The backend inside the contract, but for animal 13, whose category is `categoryId` (a string). */
+export function contractBrokenForPet13(categoryId: string): (req: RecordedRequest) => Behaviour {
+  return (req) =>
+    req.url === "/v1/pets/13"
+      ? jsonAnswer(200, JSON.stringify({ id: 13, name: "Rex", categoryId }))
+      : contractAnswer(req);
+}
+
+/** A call of getPet by `consumer` at `iso` (the gateway's clock set first), answered 200. */
+export function deprecatedCaller(
+  gatewayUrl: () => string,
+  keyOf: (consumer: string) => string,
+  setClock: (iso: string) => void,
+): (consumer: string, iso: string, userAgent: string, pet?: number) => Promise<void> {
+  return async (consumer, iso, userAgent, pet = 1) => {
+    setClock(iso);
+    const answer = await request(`${gatewayUrl()}/pets/${pet}`, {
+      key: keyOf(consumer),
+      headers: { "user-agent": userAgent },
+    });
+    assert.equal(answer.status, 200);
+  };
+}
 
 const at = (iso: string) => Date.parse(iso);
 
