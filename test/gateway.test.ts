@@ -7,25 +7,24 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { startGateway, type TestGateway } from "./support/gateway.ts";
+import {
+  type GatewayOnDemoBackend,
+  startGateway,
+  startGatewayOnDemoBackend,
+  type TestGateway,
+} from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
-import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 
 describe("a gateway in front of the demo backend process", () => {
-  let backend: BackendProcess;
-  let gw: TestGateway;
+  let gw: GatewayOnDemoBackend;
   before(async () => {
-    backend = await startDemoBackendProcess();
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGatewayOnDemoBackend({ config: { policies: { auth: { keysFile } } } });
   });
-  after(async () => {
-    await gw.close();
-    await backend.close();
-  });
+  after(() => gw.close());
 
   test("GET /v1/pets is served from the backend through the gateway", async () => {
     const answer = await request(`${gw.url}/pets`, { key });

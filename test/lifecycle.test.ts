@@ -7,7 +7,12 @@ import type { DeprecationReport } from "../policies/lifecycle/deprecation-report
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import { boundedConfigFile } from "./support/config-file.ts";
 import { runReportCommand } from "./support/deprecation-page.ts";
-import { startGateway, type TestGateway } from "./support/gateway.ts";
+import {
+  type GatewayOnDemoBackend,
+  startGateway,
+  startGatewayOnDemoBackend,
+  type TestGateway,
+} from "./support/gateway.ts";
 import { type Answer, request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
@@ -59,19 +64,13 @@ function assertNoLifecycleHeaders(answer: Answer, what: string) {
 }
 
 describe("getPet, deprecated in the real document, announces it on every answer", () => {
-  let backend: BackendProcess;
-  let gw: TestGateway;
+  let gw: GatewayOnDemoBackend;
   before(async () => {
-    backend = await startDemoBackendProcess();
-    gw = await startGateway({
-      upstreamUrl: backend.url,
+    gw = await startGatewayOnDemoBackend({
       config: { policies: { auth: { keysFile }, lifecycle: { documentationUrl: DOCS } } },
     });
   });
-  after(async () => {
-    await gw.close();
-    await backend.close();
-  });
+  after(() => gw.close());
   const link = `</v1/pets>; rel="successor-version", <${DOCS}>; rel="deprecation"`;
 
   test("a 200, a 404, a 400 and a HEAD of getPet carry Deprecation, Sunset and Link", async () => {
@@ -771,22 +770,16 @@ describe("a document the lifecycle cannot honour stops start-up with a message n
 });
 
 describe("deprecated: true with no date anywhere (a team's own document)", () => {
-  let backend: BackendProcess;
-  let gw: TestGateway;
+  let gw: GatewayOnDemoBackend;
   before(async () => {
-    backend = await startDemoBackendProcess();
-    gw = await startGateway({
-      upstreamUrl: backend.url,
+    gw = await startGatewayOnDemoBackend({
       config: {
         openapi: OWN_DOCUMENT,
         policies: { auth: { keysFile } },
       },
     });
   });
-  after(async () => {
-    await gw.close();
-    await backend.close();
-  });
+  after(() => gw.close());
 
   test("is tracked with no Deprecation or Sunset header, and start-up names the config line that dates it", async () => {
     const answer = await request(`${gw.url}/pets/1`, { key: acme });

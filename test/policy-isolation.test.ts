@@ -3,11 +3,10 @@ import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
 import { definePolicy } from "../src/policy.ts";
 import { eventually } from "./support/eventually.ts";
-import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { type GatewayOnDemoBackend, startGatewayOnDemoBackend } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
-import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
 // A policy with a bug: it throws in the phase the request names in X-Fail.
 const faulty = definePolicy<Record<string, never>>({
@@ -34,20 +33,14 @@ const faulty = definePolicy<Record<string, never>>({
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 
 describe("a policy that throws fails its request, not the gateway", () => {
-  let backend: BackendProcess;
-  let gw: TestGateway;
+  let gw: GatewayOnDemoBackend;
   before(async () => {
-    backend = await startDemoBackendProcess();
-    gw = await startGateway({
-      upstreamUrl: backend.url,
+    gw = await startGatewayOnDemoBackend({
       config: { policies: { auth: { keysFile } } },
       policies: [...policies, faulty],
     });
   });
-  after(async () => {
-    await gw.close();
-    await backend.close();
-  });
+  after(() => gw.close());
 
   for (const phase of ["onArrival", "onRequest", "onRequestBody", "onResponse"]) {
     test(`a throw in ${phase} is a 500 INTERNAL_ERROR, logged with the policy and phase, and the next request is served`, async () => {

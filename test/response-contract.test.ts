@@ -19,12 +19,16 @@ import {
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
 import { eventually } from "./support/eventually.ts";
-import { startGateway, type TestGateway } from "./support/gateway.ts";
+import {
+  type GatewayOnDemoBackend,
+  startGateway,
+  startGatewayOnDemoBackend,
+  type TestGateway,
+} from "./support/gateway.ts";
 import { type Answer, request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
 import { OWN_DOCUMENT } from "./support/openapi-documents.ts";
-import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 const CAP = 32_768;
@@ -630,19 +634,13 @@ describe("the drift report across worker processes", () => {
 });
 
 describe("a correct backend under enforce", () => {
-  let backend: BackendProcess;
-  let gw: TestGateway;
+  let gw: GatewayOnDemoBackend;
   before(async () => {
-    backend = await startDemoBackendProcess();
-    gw = await startGateway({
-      upstreamUrl: backend.url,
+    gw = await startGatewayOnDemoBackend({
       config: { policies: { auth: { keysFile }, responseContract: { mode: "enforce" } } },
     });
   });
-  after(async () => {
-    await gw.close();
-    await backend.close();
-  });
+  after(() => gw.close());
 
   // Hop-by-hop headers belong to each connection; Date is the second each answer was written.
   const PER_CONNECTION = new Set(["connection", "keep-alive", "transfer-encoding", "date"]);
@@ -658,7 +656,7 @@ describe("a correct backend under enforce", () => {
 
   test("every operation passes unchanged: same status, same body bytes, same end-to-end headers", async () => {
     // The demo backend takes any bearer token: the gateway in front of it checks the keys.
-    const direct = (path: string, method = "GET") => request(`${backend.url}${path}`, { key, method });
+    const direct = (path: string, method = "GET") => request(`${gw.backend.url}${path}`, { key, method });
     const through = (path: string, method = "GET") => request(`${gw.url}${path}`, { key, method });
     const lists: [string, string][] = [
       ["/pets", "/pets?limit=20"],

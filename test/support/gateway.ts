@@ -8,6 +8,7 @@ import type { GatewayConfig } from "../../src/config-schema.ts";
 import { buildGateway, type Gateway } from "../../src/gateway.ts";
 import { createLogger } from "../../src/logger.ts";
 import type { AnyPolicyDefinition } from "../../src/policy.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./processes.ts";
 
 /** The gateway's pino lines, parsed, as they were written. */
 export class LogCapture extends Writable {
@@ -84,6 +85,27 @@ export async function startGateway(options: StartGatewayOptions): Promise<TestGa
         new Promise((done) => built.opsServer.close(done)),
       ]);
       await built.gateway.close();
+    },
+  };
+}
+
+/** An in-process gateway with a demo backend process of its own behind it. */
+export interface GatewayOnDemoBackend extends TestGateway {
+  readonly backend: BackendProcess;
+}
+
+/** Starts a demo backend process and a gateway in front of it; close() stops both. */
+export async function startGatewayOnDemoBackend(
+  options: Omit<StartGatewayOptions, "upstreamUrl">,
+): Promise<GatewayOnDemoBackend> {
+  const backend = await startDemoBackendProcess();
+  const gw = await startGateway({ ...options, upstreamUrl: backend.url });
+  return {
+    ...gw,
+    backend,
+    async close() {
+      await gw.close();
+      await backend.close();
     },
   };
 }
