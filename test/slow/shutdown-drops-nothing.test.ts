@@ -50,6 +50,9 @@ function startGatewayWith(workers: number): Promise<GatewayProcess> {
 
 interface Tally {
   ok: number;
+  /** Set when SIGTERM is sent; okAfterSignal counts the 2xx answers from then on. */
+  signalled: boolean;
+  okAfterSignal: number;
   /** Answers that are not 2xx (reported, not failures of the shutdown). */
   refused: number;
   /** Resets, refusals, hang-ups: what must not happen. */
@@ -89,8 +92,10 @@ async function client(
       });
       if (outcome instanceof Error)
         tally.failures.push((outcome as NodeJS.ErrnoException).code ?? outcome.message);
-      else if (outcome >= 200 && outcome < 300) tally.ok++;
-      else tally.refused++;
+      else if (outcome >= 200 && outcome < 300) {
+        tally.ok++;
+        if (tally.signalled) tally.okAfterSignal++;
+      } else tally.refused++;
       // Let the agent put the socket back (or drop it after Connection: close) before deciding.
       await new Promise((done) => setImmediate(done));
     }
@@ -122,8 +127,9 @@ for (const workers of [1, 2]) {
       void gateway.exited.then(() => {
         exited = true;
       });
-      const polite: Tally = { ok: 0, refused: 0, failures: [] };
-      const stubborn: Tally = { ok: 0, refused: 0, failures: [] };
+      const tally = (): Tally => ({ ok: 0, signalled: false, okAfterSignal: 0, refused: 0, failures: [] });
+      const polite = tally();
+      const stubborn = tally();
       const clients = [
         // 16 that behave as a load balancer does: no new connection once the replica is not ready.
         ...Array.from({ length: 16 }, (_, i) =>
@@ -138,15 +144,19 @@ for (const workers of [1, 2]) {
         ...Array.from({ length: 4 }, (_, i) => client(gateway.origin, i % 3 === 0, () => exited, stubborn)),
       ];
       await sleep(1000);
+      polite.signalled = true;
+      stubborn.signalled = true;
       gateway.child.kill("SIGTERM");
       const code = await gateway.exited;
       await Promise.all([poller, ...clients]);
       t.diagnostic(
-        `polite clients: ${polite.ok} answered, ${polite.refused} refused, ${polite.failures.length} failed (${[...new Set(polite.failures)].join(", ")}); ` +
+        `polite clients: ${polite.ok} answered (${polite.okAfterSignal} after SIGTERM), ${polite.refused} refused, ${polite.failures.length} failed (${[...new Set(polite.failures)].join(", ")}); ` +
           `clients that never stop: ${stubborn.ok} answered, ${stubborn.failures.length} failed (${[...new Set(stubborn.failures)].join(", ") || "none"})`,
       );
       assert.equal(code, 0);
       assert.ok(polite.ok >= 16, `the clients were busy (${polite.ok} answers)`);
+      // The drain served them: requests kept coming, and being answered, after the signal.
+      assert.ok(polite.okAfterSignal >= 1, `answered during the drain: ${polite.okAfterSignal}`);
       assert.deepEqual(polite.failures, [], "no reset, refusal or hang-up");
     });
   });
