@@ -262,8 +262,10 @@ function decoded(
   return { sent: plain, judged: plain, oversized, fault };
 }
 
-function isIdentity(encoding: string | undefined): encoding is undefined | "identity" | "" {
-  return encoding === undefined || encoding === "identity" || encoding === "";
+// Content codings are case-insensitive tokens (RFC 9110 §8.4.1): `Identity` is no coding at all.
+function isIdentity(encoding: string | undefined): boolean {
+  const value = encoding?.trim().toLowerCase();
+  return value === undefined || value === "" || value === "identity";
 }
 
 /**
@@ -276,7 +278,7 @@ export function decode(
   encoding: string | undefined,
   limit: number,
 ): { body: Buffer | undefined; oversized: boolean; fault: string | undefined } {
-  if (isIdentity(encoding)) return { body: raw, oversized: false, fault: undefined };
+  if (encoding === undefined || isIdentity(encoding)) return { body: raw, oversized: false, fault: undefined };
   try {
     const options = { maxOutputLength: limit };
     const value = encoding.toLowerCase().trim();

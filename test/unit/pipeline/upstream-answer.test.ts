@@ -8,7 +8,7 @@ import { decode, endToEnd } from "../../../src/pipeline/upstream-answer.ts";
 const json = Buffer.from(JSON.stringify({ id: 1, name: "Rex" }));
 
 test("an answer without a content coding is judged as it came", () => {
-  for (const encoding of [undefined, "", "identity"]) {
+  for (const encoding of [undefined, "", "identity", "Identity", " IDENTITY "]) {
     const decoded = decode(json, encoding, 1024);
     assert.equal(decoded.body, json);
     assert.deepEqual([decoded.oversized, decoded.fault], [false, undefined]);
