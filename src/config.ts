@@ -62,10 +62,11 @@ export function loadConfig(options: LoadConfigOptions): GatewayConfig {
       mapping[variable] = `/policies/${policy.name}/${option}`;
     }
   }
+  const schema = configSchema(options.policies);
   for (const [variable, pointer] of Object.entries(mapping)) {
     const value = env[variable];
     if (value === undefined || value === "") continue;
-    setPointer(raw, pointer, /^[0-9]+$/.test(value) ? Number(value) : value);
+    setPointer(raw, pointer, environmentValue(schema, pointer, value));
     sources.set(pointer, variable);
   }
   if (options.overrides) mergeInto(raw, options.overrides);
@@ -112,6 +113,32 @@ export function validateConfig(
     );
   }
   return deepFreeze(config) as unknown as GatewayConfig;
+}
+
+/**
+ * An environment variable's text as its setting's schema types it: a number only where the
+ * setting takes one (`WORKERS=2`, `PORT=8080`), so that `API_KEYS_FILE=2024` stays a file name.
+ */
+export function environmentValue(schema: object, pointer: string, text: string): string | number {
+  const setting = schemaAt(schema, pointer);
+  return takesNumber(setting) && /^-?[0-9]+(?:\.[0-9]+)?$/.test(text) ? Number(text) : text;
+}
+
+function schemaAt(schema: object, pointer: string): unknown {
+  let node: unknown = schema;
+  for (const key of pointer.slice(1).split("/")) {
+    const properties = (node as { properties?: Record<string, unknown> } | undefined)?.properties;
+    node = properties?.[key];
+  }
+  return node;
+}
+
+function takesNumber(schema: unknown): boolean {
+  if (schema === null || typeof schema !== "object") return false;
+  const { type, anyOf, oneOf } = schema as { type?: unknown; anyOf?: unknown[]; oneOf?: unknown[] };
+  const types = Array.isArray(type) ? type : [type];
+  if (types.includes("integer") || types.includes("number")) return true;
+  return [...(anyOf ?? []), ...(oneOf ?? [])].some(takesNumber);
 }
 
 function setPointer(target: Record<string, unknown>, pointer: string, value: unknown) {

@@ -278,7 +278,8 @@ export function decode(
   encoding: string | undefined,
   limit: number,
 ): { body: Buffer | undefined; oversized: boolean; fault: string | undefined } {
-  if (encoding === undefined || isIdentity(encoding)) return { body: raw, oversized: false, fault: undefined };
+  if (encoding === undefined || isIdentity(encoding))
+    return { body: raw, oversized: false, fault: undefined };
   try {
     const options = { maxOutputLength: limit };
     const value = encoding.toLowerCase().trim();
