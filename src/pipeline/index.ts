@@ -14,6 +14,7 @@ import { createUpstream, type Upstream } from "../proxy.ts";
 import { createRouter } from "../router.ts";
 import { trustedProxies } from "../trusted-proxies.ts";
 import { createAnswerBudget } from "./answer-budget.ts";
+import { createBasePathHint } from "./base-path-hint.ts";
 import { markExpectingContinue, readBody } from "./body.ts";
 import { canonicalTarget, parseQuery, scrubRequestHeaders, serializeQuery } from "./canonical-request.ts";
 import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
@@ -100,6 +101,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     maxBodyBytes: config.server.maxResponseBodyBytes,
     timeoutMs: config.upstream.timeoutMs,
     isDraining,
+    basePathHint: createBasePathHint(logger, options.upstreamUrl, api.basePath),
   });
   const { maxQueuedAnswerBytes } = config.server;
   const onResponseClose = createObserve(metrics, logger, abandonUpstream, (exchange) => {

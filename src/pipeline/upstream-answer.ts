@@ -12,6 +12,7 @@ import { type UpstreamFault, upstreamDone } from "../proxy.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../untrusted-text.ts";
 import type { AnswerBudget } from "./answer-budget.ts";
 import { finishHeaders } from "./answer-headers.ts";
+import type { BasePathHint } from "./base-path-hint.ts";
 import { freeBufferMemory } from "./buffer-memory.ts";
 import { connectionListed, isHopByHop } from "./canonical-request.ts";
 import type { Chain } from "./chains.ts";
@@ -35,10 +36,11 @@ export interface UpstreamAnswerOptions {
   /** The backend's deadline, for the message of a 504. */
   readonly timeoutMs: number;
   readonly isDraining: () => boolean;
+  readonly basePathHint: BasePathHint;
 }
 
 export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamAnswers {
-  const { chains, reject, budget, maxBodyBytes, timeoutMs, isDraining } = options;
+  const { chains, reject, budget, maxBodyBytes, timeoutMs, isDraining, basePathHint } = options;
 
   function onResponse(exchange: CoreExchange, response: IncomingMessage): void {
     exchange.upstreamStatus = response.statusCode ?? 502;
@@ -66,6 +68,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       bufferResponse(exchange, chain, response);
       return;
     }
+    basePathHint.notice(exchange.operation as Operation, status, response.headers, undefined);
     const error = runResponsePhases(exchange, chain, {
       status,
       headers: response.headers,
@@ -132,6 +135,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       const held = new HeldBody(chunks, size);
       if (exchange.finished) return held.free();
       const { sent, judged, oversized, fault } = decoded(held, response.headers["content-encoding"], limit);
+      basePathHint.notice(exchange.operation as Operation, exchange.upstreamStatus, response.headers, judged);
       const answer: UpstreamAnswer = {
         status: exchange.upstreamStatus,
         headers: response.headers,
