@@ -331,6 +331,31 @@ describe("kubectl kustomize deploy/kubernetes", { skip: noKubectl }, () => {
     assert.equal(value("API_KEYS_FILE"), env("API_KEYS_FILE"), "the base's other settings are kept");
     assert.doesNotMatch(gateway.image, /:latest$|^[^:]+$/);
   });
+
+  test("the own-document overlay: every file of the document in one ConfigMap, mounted as a directory, OPENAPI_FILE in it", async () => {
+    const dir = "deploy/kubernetes/overlays/own-document";
+    const own = render(dir);
+    for (const object of own) await validate(object);
+    const documentMap = own.find(
+      (object) => object.kind === "ConfigMap" && object.metadata.name.startsWith("petstore-gateway-openapi-"),
+    );
+    assert.ok(documentMap, "a ConfigMap of the document, its name hashed so a change rolls the pods");
+    for (const file of ["openapi.yaml", "schemas.yaml"]) {
+      assert.equal(documentMap.data?.[file], readFileSync(at(`${dir}/${file}`), "utf8"), file);
+    }
+    const spec = ofKind(own, "Deployment").spec.template.spec;
+    const gateway = spec.containers[0];
+    const volume = spec.volumes.find(
+      (entry: { configMap?: { name: string } }) => entry.configMap?.name === documentMap.metadata.name,
+    );
+    assert.ok(volume, "a volume of the document's ConfigMap");
+    const mount = gateway.volumeMounts.find((entry: { name: string }) => entry.name === volume.name);
+    assert.equal(mount.subPath, undefined, "a directory: a subPath mount never sees the ConfigMap change");
+    const file = gateway.env.find((entry: { name: string }) => entry.name === "OPENAPI_FILE")?.value;
+    assert.equal(file, `${mount.mountPath}/openapi.yaml`);
+    const value = (name: string) => gateway.env.find((entry: { name: string }) => entry.name === name)?.value;
+    assert.equal(value("API_KEYS_FILE"), env("API_KEYS_FILE"), "the base's other settings are kept");
+  });
 });
 
 // ---- the alert rules ----
