@@ -13,6 +13,7 @@ import { writeKeysFile } from "../support/keys.ts";
 import { sampleValue, scrape } from "../support/metrics.ts";
 import { type RawOutcome, rawExchange } from "../support/raw-socket.ts";
 import { assertNoSecrets } from "../support/secrets.ts";
+import { sentinelReached } from "../support/sentinel.ts";
 
 const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
 const AUTH = `Authorization: Bearer ${key}\r\n`;
@@ -60,9 +61,12 @@ describe("request framing: every smuggling-shaped request is refused on a raw so
       const error = JSON.parse(answer.body) as { status: number };
       assert.ok(gw.gateway.api.validateError(error), answer.body);
       assert.equal(error.status, answer.status);
-      await new Promise((wake) => setTimeout(wake, 50));
+      const sentinel = await sentinelReached(`${gw.url}/pets`, key, backend);
       assert.deepEqual(
-        backend.requests.slice(seen).map((r) => `${r.method} ${r.url}`),
+        backend.requests
+          .slice(seen)
+          .filter((r) => r.headers["x-request-id"] !== sentinel)
+          .map((r) => `${r.method} ${r.url}`),
         [],
         "the backend saw a request",
       );

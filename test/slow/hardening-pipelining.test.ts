@@ -10,6 +10,7 @@ import { startGateway, type TestGateway } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { rawExchange } from "../support/raw-socket.ts";
+import { sentinelReached } from "../support/sentinel.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 
@@ -52,12 +53,21 @@ describe("pipelining: one connection cannot make the gateway hold an unbounded n
     });
     // One request per write, a little apart, so that each read holds about one request.
     const parts = Array.from({ length: 3 * PIPELINE_DEPTH }, () => pipelinedRequest(key));
-    const exchange = rawExchange(Number(new URL(streaming.origin).port), parts, { gapMs: 2, waitMs: 1500 });
+    let written = false;
+    const exchange = rawExchange(Number(new URL(streaming.origin).port), parts, {
+      gapMs: 2,
+      waitMs: 3000,
+      onWritten: () => {
+        written = true;
+      },
+    });
     await eventually("the backend holds the first requests", () => backend.requests.length >= PIPELINE_DEPTH);
-    await new Promise((wake) => setTimeout(wake, 500));
+    await eventually("every request written", () => written);
+    const sentinel = await sentinelReached(`${streaming.url}/pets`, key, backend);
+    const fromTheConnection = backend.requests.filter((r) => r.headers["x-request-id"] !== sentinel).length;
     assert.ok(
-      backend.requests.length <= PIPELINE_DEPTH + 4,
-      `${backend.requests.length} requests reached the backend from one connection`,
+      fromTheConnection <= PIPELINE_DEPTH + 4,
+      `${fromTheConnection} requests reached the backend from one connection`,
     );
     await exchange;
     await streaming.close();
@@ -69,10 +79,19 @@ describe("pipelining: one connection cannot make the gateway hold an unbounded n
     backend.behave(() => ({ kind: "hang" }));
     // An answer asked for counts as the size cap (1 MiB) against the connection's 1 MiB of held answers.
     const parts = Array.from({ length: 3 * PIPELINE_DEPTH }, () => pipelinedRequest(key));
-    const exchange = rawExchange(port, parts, { gapMs: 2, waitMs: 1500 });
+    let written = false;
+    const exchange = rawExchange(port, parts, {
+      gapMs: 2,
+      waitMs: 3000,
+      onWritten: () => {
+        written = true;
+      },
+    });
     await eventually("the backend holds the first requests", () => backend.requests.length >= 2);
-    await new Promise((wake) => setTimeout(wake, 500));
-    assert.equal(backend.requests.length, 2, `${backend.requests.length} requests reached the backend`);
+    await eventually("every request written", () => written);
+    const sentinel = await sentinelReached(`${gw.url}/pets`, key, backend);
+    const fromTheConnection = backend.requests.filter((r) => r.headers["x-request-id"] !== sentinel).length;
+    assert.equal(fromTheConnection, 2, `${fromTheConnection} requests reached the backend`);
     await exchange;
     backend.behave(contractAnswer);
   });

@@ -22,7 +22,12 @@ export interface RawOutcome {
 export function rawExchange(
   port: number,
   parts: string | readonly string[],
-  options: { readonly waitMs?: number; readonly gapMs?: number } = {},
+  options: {
+    readonly waitMs?: number;
+    readonly gapMs?: number;
+    /** Called once every part has been handed to the socket. */
+    readonly onWritten?: () => void;
+  } = {},
 ): Promise<RawOutcome> {
   const chunks = typeof parts === "string" ? [parts] : parts;
   const waitMs = options.waitMs ?? 2000;
@@ -51,6 +56,7 @@ export function rawExchange(
         if (socket.destroyed) return;
         socket.write(chunks[i] as string, "latin1");
       }
+      options.onWritten?.();
     });
   });
 }
