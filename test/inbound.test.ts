@@ -1066,10 +1066,6 @@ describe("request validation: bad requests never reach the backend", () => {
     },
   ];
 
-  test(`the table holds at least 40 bad requests (${table.length})`, () => {
-    assert.ok(table.length >= 40);
-  });
-
   for (const bad of table) {
     test(`${bad.name}: ${bad.status} ${bad.code}`, async () => {
       const before = backend.requests.length;
