@@ -13,7 +13,7 @@ import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
 import { answerClientError, answerConnect, answerOpsClientError } from "./pipeline/local-replies.ts";
 import { watchSends } from "./pipeline/send-watchdog.ts";
 import { type GatewayPlan, planGateway } from "./plan.ts";
-import { type AnyPolicyDefinition, optionsOf, type PolicyContext, type PolicyInstance } from "./policy.ts";
+import type { AnyPolicyDefinition, PolicyContext, PolicyInstance } from "./policy.ts";
 import { ConfigError } from "./startup-errors.ts";
 
 export interface GatewayOptions {
@@ -75,7 +75,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger,
     environment: options.environment,
     now,
-    optionsOf: (definition) => optionsOf(config, definition),
     responseHeaders: () => [
       ...new Set([
         ...CORE_RESPONSE_HEADERS,

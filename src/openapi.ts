@@ -16,6 +16,7 @@ import type {
 } from "./openapi/description.ts";
 import { openapiVersion, translateSchemas30 } from "./openapi/from-3.0.ts";
 import { asObject, type Json, type JsonObject } from "./openapi/json-object.ts";
+import { pageSizeOf } from "./openapi/page-size.ts";
 import { readApiDocument } from "./openapi/read-document.ts";
 import { securityOf } from "./openapi-security.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
@@ -130,6 +131,9 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
           throw new Error(`${where}.parameters.${name}: "in" must be query, path, header or cookie`);
         }
         const schema = resolve(parameter.schema, `${where}.parameters.${name}.schema`) ?? {};
+        const parameterExtensions: Record<string, unknown> = {};
+        for (const key of Object.keys(parameter))
+          if (key.startsWith("x-")) parameterExtensions[key] = parameter[key];
         parameters.set(`${location}:${name}`, {
           name,
           in: location,
@@ -140,6 +144,7 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
           minimum: numberOf(schema.minimum),
           maximum: numberOf(schema.maximum),
           numericDefault: numberOf(schema.default),
+          extensions: Object.freeze(parameterExtensions),
           validate: compile(schema, `${where}.parameters.${name}.schema`),
         });
       }
@@ -200,6 +205,9 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
 
       const extensions: Record<string, unknown> = {};
       for (const key of Object.keys(operation)) if (key.startsWith("x-")) extensions[key] = operation[key];
+      const queryParameters = new Map(
+        [...parameters.values()].filter((p) => p.in === "query").map((p) => [p.name, p] as const),
+      );
       operations.push(
         Object.freeze({
           id,
@@ -207,14 +215,13 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
           path,
           deprecated: operation.deprecated === true,
           extensions: Object.freeze(extensions),
-          queryParameters: new Map(
-            [...parameters.values()].filter((p) => p.in === "query").map((p) => [p.name, p] as const),
-          ),
+          queryParameters,
           pathParameters,
           uncheckedParameters,
           security: securityOf(operation.security, document.security, components.securitySchemes, where),
           requestBody,
           responses,
+          pageSize: pageSizeOf(method.toUpperCase(), queryParameters, responses.get("200"), schemas, where),
         }),
       );
     }

@@ -42,6 +42,14 @@ function operationText(operation: PlannedOperation): string[] {
     lines.push("  parameters:");
     for (const parameter of operation.parameters) lines.push(`    ${parameterText(parameter)}`);
   }
+  const pageSize = operation.pageSize;
+  if (pageSize !== null) {
+    lines.push(
+      pageSize.parameter === null
+        ? `  page size: not inferred (${pageSize.reason})`
+        : `  page size: ${pageSize.parameter} (${pageSize.source === "name" ? "by its name" : `marked ${pageSize.source}`})`,
+    );
+  }
   const body = operation.requestBody;
   if (body) {
     lines.push(`  request body (${body.required ? "required" : "optional"}):`);

@@ -4,8 +4,9 @@
 // warnings; `npm run plan` (scripts/plan.ts) prints the whole of it.
 import { loadConfigForCommand } from "./config.ts";
 import type { GatewayConfig } from "./config-schema.ts";
+import { PAGE_SIZE_EXTENSION } from "./openapi/page-size.ts";
 import { type ApiDescription, loadApiDescription, type Operation, type ParameterSpec } from "./openapi.ts";
-import { type AnyPolicyDefinition, optionsOf, type PlanContext, type PlanWarning } from "./policy.ts";
+import type { AnyPolicyDefinition, PlanContext, PlanWarning } from "./policy.ts";
 import { describeSchema } from "./schema-brief.ts";
 import { ConfigError, StartupError } from "./startup-errors.ts";
 import { chooseUpstream } from "./upstream-choice.ts";
@@ -33,6 +34,15 @@ export interface PlannedOperation {
   /** Some policy lets anyone call it without a credential. */
   readonly public: boolean;
   readonly parameters: readonly PlannedParameter[];
+  /**
+   * The page size (src/openapi/page-size.ts): the parameter and whether the document marks it or
+   * the name rule found it, or, on a list without one, why it was not inferred; null where the
+   * question does not arise.
+   */
+  readonly pageSize:
+    | { readonly parameter: string; readonly source: "x-gateway-page-size" | "name" }
+    | { readonly parameter: null; readonly reason: string }
+    | null;
   readonly requestBody: {
     readonly required: boolean;
     readonly content: readonly {
@@ -95,7 +105,6 @@ export function planGateway(options: PlanOptions): GatewayPlan {
     api,
     environment: options.environment,
     now: options.now,
-    optionsOf: (definition) => optionsOf(config, definition),
   };
   const plans = options.policies.map((definition) => {
     try {
@@ -127,6 +136,7 @@ export function planGateway(options: PlanOptions): GatewayPlan {
       path: `${api.basePath}${operation.path}`,
       public: open,
       parameters: parametersOf(operation),
+      pageSize: pageSizeOf(operation),
       requestBody: requestBodyOf(operation, api),
       policies: data,
       text,
@@ -172,7 +182,32 @@ function coreWarnings(api: ApiDescription): GatewayPlan["warnings"] {
       policy: undefined,
     });
   }
+  // A list with a parameter named like a page size that the rule could not take: said at start-up,
+  // since nothing clamps that list's page nor holds its answers to one. A list with no such name
+  // is only marked in the plan.
+  const missed = api.operations.flatMap(({ id, pageSize }) =>
+    pageSize !== undefined && pageSize.parameter === undefined && pageSize.candidates.length > 0
+      ? [{ id, reason: pageSize.reason }]
+      : [],
+  );
+  if (missed.length > 0) {
+    warnings.push({
+      warning: "page-size-not-inferred",
+      message: `page size not inferred, so not clamped nor held to: ${missed.map(({ id, reason }) => `${id} (${reason})`).join(", ")}`,
+      operations: missed.map(({ id }) => id),
+      policy: undefined,
+    });
+  }
   return warnings;
+}
+
+function pageSizeOf({ pageSize }: Operation): PlannedOperation["pageSize"] {
+  if (pageSize === undefined) return null;
+  if (pageSize.parameter === undefined) return { parameter: null, reason: pageSize.reason };
+  return {
+    parameter: pageSize.parameter,
+    source: pageSize.source === "marked" ? PAGE_SIZE_EXTENSION : "name",
+  };
 }
 
 function parametersOf(operation: Operation): PlannedParameter[] {

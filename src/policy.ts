@@ -176,19 +176,16 @@ export interface PolicyPlan {
   readonly warnings?: readonly PlanWarning[];
 }
 
-/** What a plan may read: the description, the clock, the environment and the validated config's options. */
+/**
+ * What a plan may read: the description, the clock and the environment. Never another policy's
+ * options: a fact two policies need (a page size, a deprecation date) is the document's.
+ */
 export interface PlanContext {
   readonly api: ApiDescription;
   /** "production", "staging", or "demo" when the bundled demo backend is served. */
   readonly environment: string;
   /** Milliseconds since the epoch; injectable so tests never wait for a real date. */
   now(): number;
-  /**
-   * Another policy's validated options, for a policy that builds on another's setting (the
-   * response contract infers a page-size rule from the parameters limit clamps); undefined when
-   * the config was validated without it.
-   */
-  optionsOf<Options, Instruments>(definition: PolicyDefinition<Options, Instruments>): Options | undefined;
 }
 
 export interface PolicyContext extends PlanContext {

@@ -27,6 +27,14 @@ export function propertiesOf(schema: unknown, schemas: Schemas): Record<string, 
   return resolved && isJsonObject(resolved.properties) ? resolved.properties : undefined;
 }
 
+/** The items of an array schema (after its $ref), or undefined when it is not one. */
+export function arrayItemsOf(schema: unknown, schemas: Schemas): unknown {
+  const resolved = resolveSchema(schema, schemas);
+  const type = resolved?.type;
+  if (!(type === "array" || (Array.isArray(type) && type.includes("array")))) return undefined;
+  return resolved?.items ?? {};
+}
+
 /** Whether a property is readOnly (or writeOnly), on itself or on the schema its $ref names. */
 export function isMarked(schema: unknown, flag: "readOnly" | "writeOnly", schemas: Schemas): boolean {
   return (isJsonObject(schema) && schema[flag] === true) || resolveSchema(schema, schemas)?.[flag] === true;

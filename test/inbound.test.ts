@@ -679,7 +679,6 @@ describe("100,000 keys", () => {
             environment: "production",
             now: Date.now,
             responseHeaders: () => [],
-            optionsOf: () => undefined,
           },
           (auth.metrics as NonNullable<typeof auth.metrics>)(
             createMetrics({ defaultMetrics: false }).registry,

@@ -2,12 +2,14 @@
 // in front of the demo backend: a 3.0 YAML document split over two files, with one Pet schema
 // whose id is readOnly, and a 3.1 document with /v1 in its paths rather than in its server URL.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { PROJECT_ROOT } from "../src/project-files.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
+import { OWN_DOCUMENT, writeDocumentFiles } from "./support/openapi-documents.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
 const { file: keysFile, key } = writeKeysFile(["acme"]);
@@ -96,4 +98,58 @@ describe("the gateway with other teams' documents, in front of the demo backend"
     assert.equal(gw.gateway.api.basePath, "");
     await holdsThePetStore(gw);
   });
+});
+
+// The page size is the document's: nothing in the default config names an operation, so a
+// document whose list is not called listPets starts as it is, its page size defaulted and clamped.
+describe("a team's document without a listPets operation, with the default config", () => {
+  let backend: BackendProcess;
+  const gateways: TestGateway[] = [];
+  before(async () => {
+    backend = await startDemoBackendProcess();
+  });
+  after(async () => {
+    await Promise.all(gateways.map((gw) => gw.close()));
+    await backend.close();
+  });
+
+  const renamed = {
+    "test/fixtures/openapi-own.json": () => {
+      const document = JSON.parse(readFileSync(OWN_DOCUMENT, "utf8"));
+      document.paths["/pets"].get.operationId = "findAnimals";
+      return join(writeDocumentFiles({ "openapi.json": document }), "openapi.json");
+    },
+    "test/fixtures/openapi-3.0/": () => {
+      const folder = join(PROJECT_ROOT, "test/fixtures/openapi-3.0");
+      const yaml = readFileSync(join(folder, "openapi.yaml"), "utf8");
+      assert.match(yaml, /operationId: listPets\n/);
+      return join(
+        writeDocumentFiles({
+          "openapi.yaml": yaml.replace("operationId: listPets\n", "operationId: findAnimals\n"),
+          "schemas.yaml": readFileSync(join(folder, "schemas.yaml"), "utf8"),
+        }),
+        "openapi.yaml",
+      );
+    },
+  };
+  for (const [fixture, write] of Object.entries(renamed)) {
+    test(`${fixture} with its list renamed starts, and its limit is defaulted and clamped`, async () => {
+      const gw = await startGateway({
+        upstreamUrl: backend.url,
+        config: { openapi: write(), policies: { auth: { keysFile } } },
+      });
+      gateways.push(gw);
+      assert.equal(gw.gateway.api.operation("listPets"), undefined);
+      assert.deepEqual(gw.gateway.api.operation("findAnimals")?.pageSize, {
+        parameter: "limit",
+        source: "named",
+      });
+      const clamped = await request(`${gw.url}/pets?limit=500`, { key });
+      assert.equal(clamped.status, 200, clamped.body);
+      assert.equal(clamped.headers["x-limit-applied"], "100");
+      const defaulted = await request(`${gw.url}/pets`, { key });
+      assert.equal(defaulted.headers["x-limit-applied"], "20");
+      assert.ok(defaulted.json<Pet[]>().length <= 20);
+    });
+  }
 });

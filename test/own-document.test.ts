@@ -196,6 +196,68 @@ describe("npm run plan", () => {
     assert.match(stdout, new RegExp(`^document ${basename(OWN_DOCUMENT).replace(".", "\\.")}, `, "m"));
   });
 
+  test("a list whose page size is not inferred says so, in text and JSON; a near miss is also a warning", () => {
+    const document = JSON.parse(readFileSync(OWN_DOCUMENT, "utf8"));
+    // Two parameters fit the name rule: neither is taken until the document marks one.
+    document.paths["/pets"].get.parameters.push({
+      name: "per_page",
+      in: "query",
+      schema: { type: "integer", minimum: 1, maximum: 50 },
+    });
+    // A list with no parameter named like a page size, only offset: nothing to infer, nothing to warn.
+    document.paths["/categories"] = {
+      get: {
+        operationId: "listCategories",
+        parameters: [{ name: "offset", in: "query", schema: { type: "integer", minimum: 0, maximum: 1000 } }],
+        responses: {
+          "200": {
+            description: "names",
+            content: { "application/json": { schema: { type: "array", items: { type: "string" } } } },
+          },
+        },
+      },
+    };
+    const openapi = join(writeDocumentFiles({ "openapi.json": document }), "openapi.json");
+    const given = { file: boundedConfigFile(), openapi };
+    const text = planOutput(given, "text");
+    assert.match(
+      text,
+      /\n {2}page size: not inferred \(limit and per_page each fit the name rule; mark the page size x-gateway-page-size: true\)\n/,
+    );
+    assert.match(
+      text,
+      /\n {2}page size: not inferred \(no query parameter marked x-gateway-page-size, nor an integer one/,
+    );
+    assert.doesNotMatch(
+      text,
+      /limit: limit clamped/,
+      "nothing clamps a page size the document does not give",
+    );
+    assert.doesNotMatch(text, /page-size: a 200 page/, "nor holds an answer to one");
+    const plan = JSON.parse(planOutput(given, "json")) as {
+      operations: { operation: string; pageSize: unknown }[];
+      warnings: { warning: string; operations: string[]; message: string }[];
+    };
+    assert.deepEqual(
+      plan.operations.map((o) => [
+        o.operation,
+        o.pageSize === null ? null : Object.keys(o.pageSize as object),
+      ]),
+      [
+        ["listPets", ["parameter", "reason"]],
+        ["createPet", null],
+        ["getPet", null],
+        ["listCategories", ["parameter", "reason"]],
+      ],
+    );
+    const missed = plan.warnings.filter((w) => w.warning === "page-size-not-inferred");
+    assert.deepEqual(
+      missed.map((w) => w.operations),
+      [["listPets"]],
+    );
+    assert.match(missed[0]?.message ?? "", /listPets \(limit and per_page each fit the name rule/);
+  });
+
   test("--format json on a team's own document: public first, inferred rules report-only, what is ignored", () => {
     const stdout = planOutput(
       {

@@ -570,7 +570,6 @@ describe("the drift report across worker processes", () => {
         metrics: createMetrics({ defaultMetrics: false }),
         environment: "production",
         now: () => 0,
-        optionsOf: () => undefined,
       },
     );
     const collect = instance.collectReports?.["/contract/violations"] as () => ContractReport;

@@ -1,6 +1,8 @@
-// Page-size parameters (listPets.limit) are defaulted and clamped before the backend sees them,
-// using the default, minimum and maximum the OpenAPI document gives the parameter. A value out of
-// range is clamped, never rejected; a value that is not an integer is rejected.
+// Page-size parameters are defaulted and clamped before the backend sees them, using the default,
+// minimum and maximum the OpenAPI document gives the parameter. A value out of range is clamped,
+// never rejected; a value that is not an integer is rejected. Which parameter is a page size is
+// the document's to say (x-gateway-page-size, or the name rule: src/openapi/page-size.ts); the
+// config may name others instead.
 import type { JSONSchemaType } from "ajv";
 import { Counter } from "prom-client";
 import { declareErrors } from "../../src/errors.ts";
@@ -10,8 +12,11 @@ import { parseIntegerLiteral } from "../../src/parameters.ts";
 import { definePolicy } from "../../src/policy.ts";
 
 export interface LimitOptions {
-  /** "operationId.parameter" of every query parameter to default and clamp. */
-  readonly parameters: readonly string[];
+  /**
+   * "operationId.parameter" of every query parameter to default and clamp; absent, the page size
+   * of each operation that has one.
+   */
+  readonly parameters?: readonly string[] | undefined;
 }
 
 interface Bounds {
@@ -46,8 +51,9 @@ const optionsSchema: JSONSchemaType<LimitOptions> = {
     parameters: {
       type: "array",
       items: { type: "string", pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_-]+$" },
-      default: ["listPets.limit"],
-      description: "`operationId.parameter` of each integer query parameter to default and clamp",
+      nullable: true,
+      description:
+        "`operationId.parameter` of each integer query parameter to default and clamp, instead of the page size the document gives each operation (`x-gateway-page-size`, or the name rule); absent: those page sizes",
     },
   },
 };
@@ -150,24 +156,34 @@ export default definePolicy<LimitOptions, Counter<"operation" | "parameter" | "a
   },
 });
 
-/** Each parameter the options name, checked against the description, with its bounds from the document. */
+/**
+ * Each parameter the options name, checked against the description, or else each operation's page
+ * size; with its bounds from the document.
+ */
 function clampedParameters(options: LimitOptions, api: ApiDescription) {
-  return options.parameters.map((entry) => {
-    const [operationId, name] = entry.split(".") as [string, string];
-    const spec = api.operation(operationId)?.queryParameters.get(name);
-    if (!spec)
-      throw new Error(`policies.limit.parameters: ${entry} is not a query parameter of the description`);
-    if (spec.type !== "integer")
-      throw new Error(`policies.limit.parameters: ${entry} is not an integer parameter`);
-    return {
-      operationId,
-      name,
-      spec,
-      minimum: spec.minimum,
-      maximum: spec.maximum,
-      fallback: spec.numericDefault,
-    };
-  });
+  const named =
+    options.parameters?.map((entry) => {
+      const [operationId, name] = entry.split(".") as [string, string];
+      const spec = api.operation(operationId)?.queryParameters.get(name);
+      if (!spec)
+        throw new Error(`policies.limit.parameters: ${entry} is not a query parameter of the description`);
+      if (spec.type !== "integer")
+        throw new Error(`policies.limit.parameters: ${entry} is not an integer parameter`);
+      return { operationId, spec };
+    }) ??
+    // The document's page sizes are integer query parameters: src/openapi/page-size.ts holds them to it.
+    api.operations.flatMap(({ id, pageSize, queryParameters }) => {
+      const spec = pageSize?.parameter === undefined ? undefined : queryParameters.get(pageSize.parameter);
+      return spec === undefined ? [] : [{ operationId: id, spec }];
+    });
+  return named.map(({ operationId, spec }) => ({
+    operationId,
+    name: spec.name,
+    spec,
+    minimum: spec.minimum,
+    maximum: spec.maximum,
+    fallback: spec.numericDefault,
+  }));
 }
 
 /** The answer header that says what value the backend got (x-limit-applied). */

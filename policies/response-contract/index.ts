@@ -14,7 +14,6 @@ import { Counter } from "prom-client";
 import { declareErrors, type GatewayError } from "../../src/errors.ts";
 import type { Operation } from "../../src/openapi.ts";
 import { definePolicy, type Exchange, type PlanContext } from "../../src/policy.ts";
-import limit from "../limit/index.ts";
 import { confirmingLine, inferRules } from "./inference.ts";
 import { judge } from "./judge.ts";
 import {
@@ -255,14 +254,13 @@ function contractOf(options: ResponseContractOptions, context: PlanContext) {
     }
   }
   const validateRules = rulesValidator();
-  const pageSizeParameters = context.optionsOf(limit)?.parameters ?? [];
   const modeOf = (operation: Operation): ContractMode => options.operations[operation.id] ?? options.mode;
   const rules = new Map<string, StatedRules>();
   const plans = new Map<string, OperationPlan>();
   for (const operation of api.operations) {
     const stated = statedRules(operation, options.rules[operation.id], validateRules) ?? {
       source: "inferred",
-      entries: inferRules(operation, api, pageSizeParameters),
+      entries: inferRules(operation, api),
     };
     // Compiled for the plan too, so that a rule naming what the operation lacks stops the plan as
     // it stops start-up; create() judges with these same compiled plans.

@@ -1,31 +1,23 @@
-// The rules a document implies where it states none: a page no longer than the page-size
-// parameter the limit policy clamps, a filter by an enum query parameter named like a property of
-// the listed items, the item a path parameter names (petId -> id), and a POST whose 201 holds
-// every property of its request. A guess is not a promise of the interface: an inferred rule is
-// only ever reported, whatever the operation's mode, until the config or the document states it.
+// The rules a document implies where it states none: a page no longer than the operation's page
+// size (a fact of the document: src/openapi/page-size.ts), a filter by an enum query parameter
+// named like a property of the listed items, the item a path parameter names (petId -> id), and a
+// POST whose 201 holds every property of its request. A guess is not a promise of the interface:
+// an inferred rule is only ever reported, whatever the operation's mode, until the config or the
+// document states it.
 import type { ApiDescription, Operation } from "../../src/openapi.ts";
-import { isMarked, propertiesOf, resolveSchema } from "../../src/schema-brief.ts";
+import { arrayItemsOf, isMarked, propertiesOf } from "../../src/schema-brief.ts";
 import type { RuleEntry } from "./plan.ts";
 
-/**
- * The rules inferred for an operation. pageSizeParameters: "operationId.parameter" of each
- * parameter the limit policy clamps (policies.limit.parameters).
- */
-export function inferRules(
-  operation: Operation,
-  api: ApiDescription,
-  pageSizeParameters: readonly string[],
-): RuleEntry[] {
+/** The rules inferred for an operation. */
+export function inferRules(operation: Operation, api: ApiDescription): RuleEntry[] {
   const rules: RuleEntry[] = [];
   const ok = operation.responses.get("200");
-  const okSchema = ok?.validate === undefined ? undefined : resolveSchema(ok.schema, api.schemas);
-  if (operation.method === "GET" && okSchema?.type === "array") {
-    for (const entry of pageSizeParameters) {
-      const [id, name] = entry.split(".") as [string, string];
-      const spec = id === operation.id ? operation.queryParameters.get(name) : undefined;
-      if (spec?.type === "integer") rules.push({ rule: "page-size", status: "200", parameter: name });
-    }
-    const itemProperties = propertiesOf(okSchema.items, api.schemas) ?? {};
+  const okSchema = ok?.validate === undefined ? undefined : ok.schema;
+  const items = okSchema === undefined ? undefined : arrayItemsOf(okSchema, api.schemas);
+  if (operation.method === "GET" && items !== undefined) {
+    const pageSize = operation.pageSize?.parameter;
+    if (pageSize !== undefined) rules.push({ rule: "page-size", status: "200", parameter: pageSize });
+    const itemProperties = propertiesOf(items, api.schemas) ?? {};
     for (const spec of operation.queryParameters.values()) {
       if (Array.isArray(spec.schema.enum) && Object.hasOwn(itemProperties, spec.name)) {
         rules.push({ rule: "filter", status: "200", parameter: spec.name, field: spec.name });
@@ -33,7 +25,7 @@ export function inferRules(
     }
   }
   const identity = operation.pathParameters.at(-1);
-  if (operation.method === "GET" && identity && okSchema !== undefined && okSchema.type !== "array") {
+  if (operation.method === "GET" && identity && okSchema !== undefined && items === undefined) {
     const properties = propertiesOf(okSchema, api.schemas) ?? {};
     const field = Object.hasOwn(properties, identity.name)
       ? identity.name

@@ -3,6 +3,9 @@
 import type { ValidateFunction } from "ajv";
 import type { OperationSecurity } from "../openapi-security.ts";
 import type { JsonObject } from "./json-object.ts";
+import type { PageSize } from "./page-size.ts";
+
+export type { PageSize } from "./page-size.ts";
 
 export interface ParameterSpec {
   readonly name: string;
@@ -16,6 +19,8 @@ export interface ParameterSpec {
   readonly minimum: number | undefined;
   readonly maximum: number | undefined;
   readonly numericDefault: number | undefined;
+  /** Every x-* extension of the parameter object (x-gateway-page-size). */
+  readonly extensions: Readonly<Record<string, unknown>>;
   readonly validate: ValidateFunction;
 }
 
@@ -70,6 +75,11 @@ export interface Operation {
   readonly security: OperationSecurity;
   readonly requestBody: RequestBodySpec | undefined;
   readonly responses: ReadonlyMap<string, ResponseSpec>;
+  /**
+   * The query parameter that is the page size (x-gateway-page-size, or the name rule), or why a
+   * list has none; undefined where the question does not arise (src/openapi/page-size.ts).
+   */
+  readonly pageSize: PageSize | undefined;
 }
 
 export interface ApiDescription {

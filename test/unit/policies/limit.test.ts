@@ -1,5 +1,6 @@
 // The limit policy's request phase, called in memory with a fake exchange: no server, no socket.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { test } from "node:test";
 import pino from "pino";
@@ -8,6 +9,7 @@ import { createMetrics } from "../../../src/metrics.ts";
 import { loadApiDescription, type Operation } from "../../../src/openapi.ts";
 import { type CoreExchange, newExchange } from "../../../src/pipeline/exchange.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../../src/project-files.ts";
+import { loadDocument, OWN_DOCUMENT } from "../../support/openapi-documents.ts";
 
 const api = loadApiDescription(DEFAULT_OPENAPI_FILE);
 const listPets = api.operation("listPets") as Operation;
@@ -23,7 +25,6 @@ function onRequest() {
       environment: "production",
       now: Date.now,
       responseHeaders: () => [],
-      optionsOf: () => undefined,
     },
     limit.metrics(registry),
   );
@@ -65,4 +66,28 @@ test("a limit that is no integer is refused with the catalogue's INVALID_PARAMET
   assert.equal(reply?.status, 400);
   assert.equal(reply?.reason, "validation");
   assert.equal(reply?.message, "limit must be an integer");
+});
+
+test("left unset, limit clamps each operation's page size, bounds read from the document", () => {
+  // A team's document whose list is not listPets, nor its page size limit: the name rule finds per_page.
+  const document = JSON.parse(readFileSync(OWN_DOCUMENT, "utf8"));
+  document.paths["/pets"].get.operationId = "findAnimals";
+  document.paths["/pets"].get.parameters[0].name = "per_page";
+  const own = loadDocument(document);
+  const context = { api: own, environment: "production", now: Date.now };
+  const { registry } = createMetrics({ defaultMetrics: false });
+  const instance = limit.create(
+    {},
+    { ...context, logger: pino({ level: "silent" }), responseHeaders: () => [] },
+    (limit.metrics as NonNullable<typeof limit.metrics>)(registry),
+  );
+  const findAnimals = own.operation("findAnimals") as Operation;
+  assert.equal(instance.forOperation(own.operation("createPet") as Operation), undefined);
+  const call = exchange({ per_page: "500" });
+  assert.equal(instance.forOperation(findAnimals)?.onRequest?.(call), undefined);
+  assert.equal(call.query.get("per_page"), "100");
+  assert.equal(call.responseHeaders["x-per_page-applied"], "100");
+  assert.deepEqual(limit.plan?.({}, context).operation?.(findAnimals)?.data, [
+    { parameter: "per_page", minimum: 1, maximum: 100, default: 20 },
+  ]);
 });
