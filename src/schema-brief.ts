@@ -21,23 +21,83 @@ export function resolveSchema(schema: unknown, schemas: Schemas): Record<string,
   return undefined;
 }
 
-/** The property names of an object schema (after its $ref), or undefined when it is not one. */
+/**
+ * The schema and every schema it is composed of, each once: its $ref followed, each `allOf` member
+ * (all must hold, so what each says of the shape holds), and the schema of 3.0's `nullable`
+ * (`anyOf: [the schema, {type: "null"}]` once translated). oneOf and anyOf alternatives are not
+ * followed: no one of them is sure to hold.
+ */
+function composition(schema: unknown, schemas: Schemas): Record<string, unknown>[] {
+  const found: Record<string, unknown>[] = [];
+  const seen = new Set<unknown>();
+  const visit = (value: unknown): void => {
+    const resolved = resolveSchema(value, schemas);
+    if (resolved === undefined || seen.has(resolved)) return;
+    seen.add(resolved);
+    found.push(resolved);
+    if (Array.isArray(resolved.allOf)) for (const member of resolved.allOf) visit(member);
+    for (const keyword of ["anyOf", "oneOf"]) {
+      const nullable = nullableOf(resolved[keyword]);
+      if (nullable !== undefined) visit(nullable);
+    }
+  };
+  visit(schema);
+  return found;
+}
+
+/** The schema of `[the schema, {type: "null"}]`, as 3.0's nullable is translated; undefined for any other list. */
+function nullableOf(list: unknown): unknown {
+  if (!Array.isArray(list) || list.length !== 2) return undefined;
+  const others = list.filter((member) => !(isJsonObject(member) && member.type === "null"));
+  return others.length === 1 ? others[0] : undefined;
+}
+
+/**
+ * Whether the schema (through $ref and allOf) offers alternatives, oneOf or anyOf, which
+ * propertiesOf does not read: where its properties are, nothing can tell before a value comes.
+ */
+export function hasAlternatives(schema: unknown, schemas: Schemas): boolean {
+  return composition(schema, schemas).some((part) =>
+    ["oneOf", "anyOf"].some(
+      (keyword) => Array.isArray(part[keyword]) && nullableOf(part[keyword]) === undefined,
+    ),
+  );
+}
+
+/**
+ * The properties of an object schema, read through its $ref and its allOf members (the first
+ * place that names a property gives its schema; a second one joins it as an allOf), or undefined
+ * when no part of it declares properties.
+ */
 export function propertiesOf(schema: unknown, schemas: Schemas): Record<string, unknown> | undefined {
-  const resolved = resolveSchema(schema, schemas);
-  return resolved && isJsonObject(resolved.properties) ? resolved.properties : undefined;
+  let properties: Record<string, unknown> | undefined;
+  for (const part of composition(schema, schemas)) {
+    if (!isJsonObject(part.properties)) continue;
+    properties ??= {};
+    for (const [name, value] of Object.entries(part.properties)) {
+      const before = properties[name];
+      properties[name] = before === undefined ? value : { allOf: [before, value] };
+    }
+  }
+  return properties;
 }
 
-/** The items of an array schema (after its $ref), or undefined when it is not one. */
+/** The items of an array schema (after its $ref, through allOf), or undefined when it is not one. */
 export function arrayItemsOf(schema: unknown, schemas: Schemas): unknown {
-  const resolved = resolveSchema(schema, schemas);
-  const type = resolved?.type;
-  if (!(type === "array" || (Array.isArray(type) && type.includes("array")))) return undefined;
-  return resolved?.items ?? {};
+  const parts = composition(schema, schemas);
+  const array = parts.some(
+    (part) => part.type === "array" || (Array.isArray(part.type) && part.type.includes("array")),
+  );
+  if (!array) return undefined;
+  return parts.find((part) => part.items !== undefined)?.items ?? {};
 }
 
-/** Whether a property is readOnly (or writeOnly), on itself or on the schema its $ref names. */
+/** Whether a property is readOnly (or writeOnly), on itself, on the schema its $ref names or in an allOf member. */
 export function isMarked(schema: unknown, flag: "readOnly" | "writeOnly", schemas: Schemas): boolean {
-  return (isJsonObject(schema) && schema[flag] === true) || resolveSchema(schema, schemas)?.[flag] === true;
+  return (
+    (isJsonObject(schema) && schema[flag] === true) ||
+    composition(schema, schemas).some((part) => part[flag] === true)
+  );
 }
 
 /**

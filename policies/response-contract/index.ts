@@ -14,7 +14,7 @@ import { Counter } from "prom-client";
 import { declareErrors, type GatewayError } from "../../src/errors.ts";
 import type { Operation } from "../../src/openapi.ts";
 import { definePolicy, type Exchange, type PlanContext } from "../../src/policy.ts";
-import { confirmingLine, inferRules } from "./inference.ts";
+import { confirmingLine, inference } from "./inference.ts";
 import { judge } from "./judge.ts";
 import {
   describeRule,
@@ -118,8 +118,18 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
     },
   },
   plan(options, context) {
-    const { rulesOf, modeOf } = contractOf(options, context);
+    const { rulesOf, modeOf, unread } = contractOf(options, context);
     return {
+      warnings:
+        unread.length === 0
+          ? []
+          : [
+              {
+                warning: "response-rules-not-inferred",
+                message: `response rules not inferred where a schema's properties are behind oneOf or anyOf (read through $ref and allOf only): ${unread.map(({ operation, schemas }) => `${operation} (${schemas.join(", ")})`).join("; ")}; state the rules in x-gateway-response-rules or policies.responseContract.rules`,
+                operations: unread.map(({ operation }) => operation),
+              },
+            ],
       operation(operation) {
         const mode = modeOf(operation);
         const rules = rulesOf(operation);
@@ -257,11 +267,17 @@ function contractOf(options: ResponseContractOptions, context: PlanContext) {
   const modeOf = (operation: Operation): ContractMode => options.operations[operation.id] ?? options.mode;
   const rules = new Map<string, StatedRules>();
   const plans = new Map<string, OperationPlan>();
+  /** Where an unstated rule could not be inferred: operationId -> the schemas not read. */
+  const unread: { readonly operation: string; readonly schemas: readonly string[] }[] = [];
   for (const operation of api.operations) {
-    const stated = statedRules(operation, options.rules[operation.id], validateRules) ?? {
-      source: "inferred",
-      entries: inferRules(operation, api),
-    };
+    let stated = statedRules(operation, options.rules[operation.id], validateRules);
+    if (stated === undefined) {
+      const inferred = inference(operation, api);
+      stated = { source: "inferred", entries: inferred.rules };
+      if (inferred.unread.length > 0 && modeOf(operation) !== "off") {
+        unread.push({ operation: operation.id, schemas: inferred.unread });
+      }
+    }
     // Compiled for the plan too, so that a rule naming what the operation lacks stops the plan as
     // it stops start-up; create() judges with these same compiled plans.
     // (An operation whose mode is off is compiled as reported; nothing judges it.)
@@ -273,7 +289,7 @@ function contractOf(options: ResponseContractOptions, context: PlanContext) {
     rules.get(operation.id) ?? { source: "inferred", entries: [] };
   // Every operation of the document has its plan: the loop above went through them all.
   const planOf = (operation: Operation): OperationPlan => plans.get(operation.id) as OperationPlan;
-  return { rulesOf, modeOf, planOf };
+  return { rulesOf, modeOf, planOf, unread };
 }
 
 function contractError(first: Violation): GatewayError {

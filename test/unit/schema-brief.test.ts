@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { loadApiDescription } from "../../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
-import { describeSchema, propertiesOf } from "../../src/schema-brief.ts";
+import { describeSchema, isMarked, propertiesOf } from "../../src/schema-brief.ts";
 
 const { schemas } = loadApiDescription(DEFAULT_OPENAPI_FILE);
 
@@ -50,4 +50,22 @@ test("as a request body, a readOnly property is shown refused and not required, 
     "Pet: object {id (read-only, refused), name*: string, owner (read-only, refused)}",
   );
   assert.equal(describeSchema(pet, own), "Pet: object {id*: integer, name*: string, owner*: Owner}");
+});
+
+test("properties are read through allOf members as well, and a cycle of allOf ends", () => {
+  const composed = {
+    NewPet: { type: "object", properties: { name: { type: "string" } } },
+    Pet: {
+      allOf: [
+        { $ref: "#/components/schemas/NewPet" },
+        { properties: { id: { type: "integer", readOnly: true } } },
+      ],
+    },
+    A: { allOf: [{ $ref: "#/components/schemas/B" }], properties: { a: {} } },
+    B: { allOf: [{ $ref: "#/components/schemas/A" }], properties: { b: {} } },
+  };
+  const pet = propertiesOf({ $ref: "#/components/schemas/Pet" }, composed) ?? {};
+  assert.deepEqual(Object.keys(pet), ["name", "id"]);
+  assert.ok(isMarked(pet.id, "readOnly", composed));
+  assert.deepEqual(Object.keys(propertiesOf({ $ref: "#/components/schemas/A" }, composed) ?? {}), ["a", "b"]);
 });
