@@ -1,9 +1,10 @@
 // The deprecation report as a client asks for it on the ops port: JSON by default, CSV for
-// spreadsheets, the HTML page (deprecation-page.ts) for a browser. The CSV cells are defused
-// because a spreadsheet runs what looks like a formula.
+// spreadsheets, the HTML page (deprecation-page.ts) for a browser. Every CSV cell is defused,
+// because a spreadsheet runs what looks like a formula: user agents are a client's text, but
+// consumer names, operationIds and successors are text someone else typed too.
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import Negotiator from "negotiator";
-import { CSV_QUOTED, FORMULA_START } from "../../src/untrusted-text.ts";
+import { CSV_QUOTED, FORMULA_START, INTEGER_LITERAL } from "../../src/untrusted-text.ts";
 import { DEFAULT_QUIET_DAYS, DEPRECATION_PAGE_CSP, renderDeprecationPage } from "./deprecation-page.ts";
 import type { DeprecationReport } from "./deprecation-report.ts";
 
@@ -21,7 +22,7 @@ export function reportToCsv(report: DeprecationReport): string {
           row.firstSeen,
           row.lastSeen,
           String(row.calls),
-          defuseFormula(row.lastUserAgent),
+          row.lastUserAgent,
           section.sunset ?? "",
           section.daysToSunset === null ? "" : String(section.daysToSunset),
           section.successor ?? "",
@@ -76,13 +77,10 @@ function acceptsHtml(headers: IncomingHttpHeaders): boolean {
 }
 const NEGOTIATED = ["application/json", "text/html"];
 
-// A user agent is the caller's own text: one a spreadsheet would run as a formula gets a quote
-// in front so it stays text.
-function defuseFormula(value: string): string {
-  return FORMULA_START.test(value) ? `'${value}` : value;
-}
-
-// RFC 4180 quoting.
+// A cell a spreadsheet would run as a formula (=, +, -, @, tab, CR first) gets a quote in front so
+// it stays text; an integer is a number, not a formula (days_to_sunset is negative after the
+// sunset). Then RFC 4180 quoting.
 function csvCell(value: string): string {
-  return CSV_QUOTED.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+  const text = FORMULA_START.test(value) && !INTEGER_LITERAL.test(value) ? `'${value}` : value;
+  return CSV_QUOTED.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }

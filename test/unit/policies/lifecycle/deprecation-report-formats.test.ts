@@ -37,3 +37,66 @@ test("the CSV has one row per consumer, quoted by RFC 4180, with a formula-shape
       `${section.sunset},30,${section.successor}\r\n`,
   );
 });
+
+// What a spreadsheet runs as a formula when a cell starts with it (OWASP "CSV injection").
+const FORMULA_LEADS = ["=", "+", "-", "@", "\t", "\r"];
+
+/** RFC 4180 rows back into cells, the way a spreadsheet imports them. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = "";
+  let quoted = false;
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index] as string;
+    if (quoted) {
+      if (char === '"' && text[index + 1] === '"') {
+        cell += '"';
+        index++;
+      } else if (char === '"') quoted = false;
+      else cell += char;
+    } else if (char === '"') quoted = true;
+    else if (char === ",") {
+      row.push(cell);
+      cell = "";
+    } else if (char === "\r" && text[index + 1] === "\n") {
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = "";
+      index++;
+    } else cell += char;
+  }
+  return rows;
+}
+
+test("no CSV cell a spreadsheet opens starts a formula, whichever column the text is in", () => {
+  for (const lead of FORMULA_LEADS) {
+    const hostile = `${lead}cmd|' /C calc'!A0`;
+    const hostileReport: DeprecationReport = {
+      generatedAt: report.generatedAt,
+      operations: [
+        {
+          ...section,
+          operation: hostile,
+          sunset: hostile,
+          successor: hostile,
+          daysToSunset: -3,
+          callers: [
+            { consumer: hostile, firstSeen: hostile, lastSeen: hostile, calls: 2, lastUserAgent: hostile },
+          ],
+        },
+      ],
+    };
+    const [header, row, ...rest] = parseCsv(reportToCsv(hostileReport));
+    assert.deepEqual(rest, []);
+    assert.equal(row?.length, header?.length);
+    for (const [index, cell] of (row ?? []).entries()) {
+      const column = header?.[index];
+      if (column === "calls") assert.equal(cell, "2");
+      // A negative number of days is a number, not a formula: it stays one.
+      else if (column === "days_to_sunset") assert.equal(cell, "-3");
+      else assert.equal(cell, `'${hostile}`, `${JSON.stringify(lead)} in ${column}`);
+    }
+  }
+});
