@@ -1,6 +1,10 @@
 // The plan as people read it (npm run plan), and as tools do (--format json): the text names
 // every operation with its method and public path, public ones first, then what each policy does.
+// Names come from the document and the config, which someone else may have written: no control
+// character of theirs reaches the operator's terminal (an ESC could clear it or retitle it, a CR
+// or a bidi override could make one line read as another).
 import type { GatewayPlan, PlannedOperation, PlannedParameter } from "./plan.ts";
+import { TERMINAL_CONTROLS, TERMINAL_CONTROLS_BEYOND_C0 } from "./untrusted-text.ts";
 
 export interface PlanSources {
   readonly openapi: string;
@@ -27,13 +31,15 @@ export function planText(plan: GatewayPlan, sources: PlanSources): string {
     lines.push(`  - ${warning.message} [${warning.policy ?? "core"}: ${warning.warning}]`);
     for (const fix of warning.fixes ?? []) lines.push(`    add to the config: ${fix}`);
   }
-  return `${lines.join("\n")}\n`;
+  // Every line holds names; the line breaks are the plan's own, added after.
+  return `${lines.map((line) => line.replace(TERMINAL_CONTROLS, "")).join("\n")}\n`;
 }
 
 /** The plan as JSON: the policies' data, without the text lines. */
 export function planJson(plan: GatewayPlan, sources: PlanSources): string {
   const operations = plan.operations.map(({ text: _text, ...rest }) => rest);
-  return `${JSON.stringify({ ...sources, ...plan, operations }, null, 2)}\n`;
+  // Escaped rather than stripped: a tool reading the JSON gets the names exactly as written.
+  return `${JSON.stringify({ ...sources, ...plan, operations }, null, 2).replace(TERMINAL_CONTROLS_BEYOND_C0, unicodeEscape)}\n`;
 }
 
 function operationText(operation: PlannedOperation): string[] {
@@ -73,4 +79,9 @@ function parameterText(parameter: PlannedParameter): string {
   if (parameter.enum) facts.push(`one of ${parameter.enum.map((v) => JSON.stringify(v)).join(", ")}`);
   const head = `${parameter.name} (${parameter.in}, ${parameter.required ? "required" : "optional"}${kind ? `, ${kind}` : ""})`;
   return facts.length === 0 ? head : `${head}: ${facts.join(", ")}`;
+}
+
+/** \uXXXX: the same character to a JSON reader, inert to a terminal (they occur only inside strings). */
+function unicodeEscape(character: string): string {
+  return `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
 }

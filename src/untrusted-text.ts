@@ -50,6 +50,14 @@ export const FORMULA_START = /^[=+\-@\t\r]/;
 export const CSV_QUOTED = /[",\r\n]/;
 /** A character HTML text or a quoted attribute value must carry as a character reference. */
 export const HTML_SPECIAL = /[&<>"']/g;
+/**
+ * What a terminal acts on rather than prints: C0 and C1 controls (ESC and CSI start escape
+ * sequences), DEL, and the bidirectional overrides and isolates that reorder what is shown.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+export const TERMINAL_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+/** The same, less what JSON.stringify already escapes (C0): for JSON written to a terminal. */
+export const TERMINAL_CONTROLS_BEYOND_C0 = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * The credential of an Authorization value in the Bearer scheme, trimmed ("" for none), or
