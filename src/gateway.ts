@@ -56,7 +56,7 @@ export interface Gateway {
 export function createGateway(options: GatewayOptions): Gateway {
   const { config } = options;
   // Two policies giving one code two meanings is a bug in the build, found before any request.
-  catalogueOf(options.policies);
+  const catalogue = catalogueOf(options.policies);
   const logger = options.logger ?? createLogger(config.log.level).logger;
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: true });
   const api = loadApiDescription(config.openapi, { basePath: config.basePath });
@@ -103,6 +103,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     metrics,
     logger,
     upstreamUrl: options.upstreamUrl,
+    gatewayStatuses: Object.values(catalogue).map((entry) => entry.status),
   });
   let draining = false;
   const isReady = () => !draining && instances.every((instance) => instance.isReady?.() ?? true);

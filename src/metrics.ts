@@ -1,14 +1,15 @@
 // The prom-client registry and the instruments of the core: the HTTP histograms, the gateway's
 // overhead, rejections and upstream-up. A policy registers its own on the same registry
 // (PolicyDefinition.metrics), so that a worker's registry exports every family. Seconds, not milliseconds;
-// every label value comes from a bounded set (operationIds, methods, status codes, catalogue
-// codes, consumers of the key file). The two HTTP histograms are OpenTelemetry's
+// every label value comes from a bounded set (operationIds, methods, status codes the document
+// or the gateway knows, catalogue codes, consumers of the key file). The two HTTP histograms are OpenTelemetry's
 // http.server.request.duration and http.client.request.duration named as an OpenTelemetry
 // Prometheus exporter names them (dots become underscores, the unit a suffix), so dashboards
 // built for those conventions work unchanged; `operation` is the gateway's own dimension.
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { Operation } from "./openapi.ts";
 import { PROJECT_ROOT } from "./project-files.ts";
 
 /** The operation label of a request the description does not know: one value, never the raw path. */
@@ -40,10 +41,13 @@ const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005
 
 export interface Metrics {
   readonly registry: Registry;
-  /** Every answer to a request, whoever gave it. */
-  observeRequest(operation: string, method: string, status: number, seconds: number): void;
-  /** Every answer the backend gave (its status, before any policy replaced it). */
-  observeUpstream(operation: string, method: string, status: number, seconds: number): void;
+  /**
+   * Every answer to a request, whoever gave it. `status` is a label from a bounded set:
+   * statusLabel() of an answer the gateway gave itself, a StatusLabels' of the backend's.
+   */
+  observeRequest(operation: string, method: string, status: string, seconds: number): void;
+  /** Every answer the backend gave (its status, before any policy replaced it, labelled by StatusLabels). */
+  observeUpstream(operation: string, method: string, status: string, seconds: number): void;
   observeOverhead(operation: string, seconds: number): void;
   /** An answer the gateway gave itself instead of the backend's. */
   observeRejection(operation: string, reason: string, code: string): void;
@@ -129,10 +133,10 @@ export function createMetrics(options: MetricsOptions): Metrics {
   return {
     registry,
     observeRequest(operation, method, status, seconds) {
-      requestChild(operation)(methodLabel(method))(statusLabel(status)).observe(seconds);
+      requestChild(operation)(methodLabel(method))(status).observe(seconds);
     },
     observeUpstream(operation, method, status, seconds) {
-      upstreamChild(operation)(methodLabel(method))(statusLabel(status)).observe(seconds);
+      upstreamChild(operation)(methodLabel(method))(status).observe(seconds);
     },
     observeOverhead(operation, seconds) {
       overheadChild(operation).observe(Math.max(seconds, 0));
@@ -204,11 +208,49 @@ function methodLabel(method: string): string {
 }
 
 const STATUS_LABELS = new Map<number, string>();
-function statusLabel(status: number): string {
+/**
+ * A status as its label, by number: for an answer the gateway gave itself (its catalogue's
+ * statuses, a policy's own reply), whose statuses the code bounds.
+ */
+export function statusLabel(status: number): string {
   let label = STATUS_LABELS.get(status);
   if (label === undefined) {
     label = String(status);
     STATUS_LABELS.set(status, label);
   }
   return label;
+}
+
+/** The label of a status the backend gave, for the operation it answered (undefined: none matched). */
+export type StatusLabels = (operation: Operation | undefined, status: number) => string;
+
+// 1xx to 9xx: Node's client takes any three-digit status from a backend.
+const CLASS_LABELS = Array.from({ length: 10 }, (_, digit) => `${digit}xx`);
+const DECLARED_STATUS = /^[1-5][0-9][0-9]$/;
+
+/**
+ * A backend may answer with any of 900 statuses, and each would be a new series for every
+ * operation and method (and one per bucket): one backend answering 400 statuses added 12,769.
+ * So a backend's status is labelled by its number only when the operation declares it (a
+ * numeric key of its responses: "404", not "4XX" or "default") or the gateway itself answers
+ * with it (`gatewayStatuses`: the error catalogue's), and otherwise by its class, `2xx` to `5xx`,
+ * which an alert's `=~"5.."` still matches.
+ */
+export function createStatusLabels(
+  operations: readonly Operation[],
+  gatewayStatuses: Iterable<number>,
+): StatusLabels {
+  const gateway = new Set(gatewayStatuses);
+  const known = new Map<Operation, ReadonlySet<number>>();
+  for (const operation of operations) {
+    const statuses = new Set(gateway);
+    for (const key of operation.responses.keys()) if (DECLARED_STATUS.test(key)) statuses.add(Number(key));
+    known.set(operation, statuses);
+  }
+  return (operation, status) => {
+    const statuses = (operation && known.get(operation)) ?? gateway;
+    return statuses.has(status)
+      ? statusLabel(status)
+      : (CLASS_LABELS[Math.trunc(status / 100) % 10] as string);
+  };
 }

@@ -22,7 +22,7 @@ import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createProxyServer } from "http-proxy-3";
-import { createMetrics } from "../../src/metrics.ts";
+import { createMetrics, statusLabel } from "../../src/metrics.ts";
 import { loadApiDescription } from "../../src/openapi.ts";
 import { accessLogToDevNull, answerValidator, DEADLINE_MS } from "./must-do-parts.ts";
 
@@ -128,7 +128,7 @@ function observe(req: IncomingMessage, res: Timed, status: number): void {
   clearTimeout(res[DEADLINE]);
   const durationMs = performance.now() - (res[STARTED] ?? 0);
   const operation = operationOf(req);
-  metrics.observeRequest(operation, req.method ?? "", status, durationMs / 1000);
+  metrics.observeRequest(operation, req.method ?? "", statusLabel(status), durationMs / 1000);
   access?.info(
     {
       // The gateway's line always has one (a generated UUID when the client sent none).

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config-schema.ts";
 import { type GatewayError, gatewayError } from "../errors.ts";
-import type { Metrics } from "../metrics.ts";
+import { createStatusLabels, type Metrics } from "../metrics.ts";
 import type { ApiDescription } from "../openapi.ts";
 import { createUpstream, type Upstream } from "../proxy.ts";
 import { createRouter } from "../router.ts";
@@ -36,6 +36,8 @@ export interface PipelineOptions {
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly upstreamUrl: string;
+  /** Every status the gateway itself answers with (the error catalogue's): labelled by number in the metrics. */
+  readonly gatewayStatuses: readonly number[];
 }
 
 export interface Pipeline {
@@ -104,10 +106,16 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     basePathHint: createBasePathHint(logger, options.upstreamUrl, api.basePath),
   });
   const { maxQueuedAnswerBytes } = config.server;
-  const onResponseClose = createObserve(metrics, logger, abandonUpstream, (exchange) => {
-    budget.release(exchange);
-    requestEnded(exchange.req.socket, maxQueuedAnswerBytes);
-  });
+  const onResponseClose = createObserve(
+    metrics,
+    logger,
+    abandonUpstream,
+    (exchange) => {
+      budget.release(exchange);
+      requestEnded(exchange.req.socket, maxQueuedAnswerBytes);
+    },
+    createStatusLabels(api.operations, options.gatewayStatuses),
+  );
   const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, exchangeOf, {
     onResponse: answers.onResponse,
     onFault: answers.onFault,

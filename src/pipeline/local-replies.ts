@@ -7,7 +7,7 @@ import http, { type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
 import { type ErrorCode, errorBody, type GatewayError, gatewayError } from "../errors.ts";
-import { type Metrics, UNMATCHED } from "../metrics.ts";
+import { type Metrics, statusLabel, UNMATCHED } from "../metrics.ts";
 import { pendingResponse } from "../node-internals.ts";
 import type { Operation } from "../openapi.ts";
 import type { LocalReply } from "../policy.ts";
@@ -134,7 +134,7 @@ export function answerClientError(
   if (code === "NOT_IMPLEMENTED") {
     const reply = gatewayError(code);
     const requestId = randomUUID();
-    gateway.metrics.observeRequest(UNMATCHED, OTHER_METHOD, reply.status, 0);
+    gateway.metrics.observeRequest(UNMATCHED, OTHER_METHOD, statusLabel(reply.status), 0);
     observeRawRefusal(gateway, reply, { reqId: requestId, method: OTHER_METHOD });
     if (!socket.writable || isClosing(socket)) return void socket.destroy();
     return writeRawAnswer(socket, reply, requestId);

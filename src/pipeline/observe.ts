@@ -4,7 +4,7 @@
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { flatLineLogger } from "../logger.ts";
-import { type Metrics, UNMATCHED } from "../metrics.ts";
+import { type Metrics, type StatusLabels, statusLabel, UNMATCHED } from "../metrics.ts";
 import { loggedPath } from "../untrusted-text.ts";
 import type { CoreExchange } from "./exchange.ts";
 import { exchangeOf } from "./exchange.ts";
@@ -16,6 +16,8 @@ export function createObserve(
   abandonUpstream: (exchange: CoreExchange) => void,
   /** The connection's bookkeeping once an answer is out (or cut): held bytes, requests in flight. */
   answerClosed: (exchange: CoreExchange) => void,
+  /** The label of a status the backend gave (bounded: see createStatusLabels). */
+  backendStatusLabel: StatusLabels,
 ): (this: ServerResponse) => void {
   const accessLog = flatLineLogger(logger);
 
@@ -25,13 +27,25 @@ export function createObserve(
     const method = exchange.req.method ?? "";
     const end = performance.now();
     const seconds = (end - exchange.startedAt) / 1000;
-    metrics.observeRequest(operation, method, status, seconds);
     const { rejection } = exchange;
+    // The gateway's own answers have statuses its code bounds; the backend's are anybody's.
+    const own = rejection !== undefined || exchange.upstreamStatus === 0;
+    metrics.observeRequest(
+      operation,
+      method,
+      own ? statusLabel(status) : backendStatusLabel(exchange.operation, status),
+      seconds,
+    );
     if (rejection) metrics.observeRejection(operation, rejection.reason, rejection.code);
     let upstreamMs: number | undefined;
     if (exchange.upstreamStartedAt !== 0 && exchange.upstreamStatus !== 0) {
       upstreamMs = exchange.upstreamEndedAt - exchange.upstreamStartedAt;
-      metrics.observeUpstream(operation, method, exchange.upstreamStatus, upstreamMs / 1000);
+      metrics.observeUpstream(
+        operation,
+        method,
+        backendStatusLabel(exchange.operation, exchange.upstreamStatus),
+        upstreamMs / 1000,
+      );
       metrics.observeOverhead(operation, seconds - upstreamMs / 1000);
     }
     // Flat on purpose (see flatLineLogger): a field holding an object would escape redaction.

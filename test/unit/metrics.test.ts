@@ -3,7 +3,8 @@ import { createRequire } from "node:module";
 import { test } from "node:test";
 import { AggregatorRegistry } from "prom-client";
 import policies from "../../policies/index.ts";
-import { createMetrics, memoryLimitOf } from "../../src/metrics.ts";
+import { createMetrics, createStatusLabels, memoryLimitOf } from "../../src/metrics.ts";
+import type { Operation } from "../../src/openapi.ts";
 
 const names = (metrics: { name: string }[]) => metrics.map((metric) => metric.name).sort();
 
@@ -72,4 +73,19 @@ test("across workers the build info and the memory limit stay one process's figu
   const merged = await AggregatorRegistry.aggregate([await worker(), await worker()]).metrics();
   assert.match(merged, /^gateway_build_info\{[^}]*\} 1$/m);
   assert.match(merged, /^gateway_memory_limit_bytes 1000$/m);
+});
+
+test("a backend's status is a label by number only where the operation declares it or the gateway answers it", () => {
+  const responses = new Map(["200", "404", "4XX", "default"].map((status) => [status, {}]));
+  const getPet = { id: "getPet", responses } as unknown as Operation;
+  const label = createStatusLabels([getPet], [401, 503]);
+  assert.deepEqual(
+    [200, 404, 401, 503, 418, 409, 302, 599, 999].map((status) => label(getPet, status)),
+    ["200", "404", "401", "503", "4xx", "4xx", "3xx", "5xx", "9xx"],
+  );
+  // No operation matched: only the gateway's own statuses by number.
+  assert.deepEqual(
+    [200, 401].map((status) => label(undefined, status)),
+    ["2xx", "401"],
+  );
 });

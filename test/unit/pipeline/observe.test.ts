@@ -31,6 +31,8 @@ function setUp() {
     pino(sink),
     (exchange) => void abandoned.push(exchange),
     () => {},
+    // Says which rule labelled a status: the backend's (this one) or the gateway's own (the number).
+    (operation, status) => `backend ${status} of ${operation?.id}`,
   );
   const req = {
     url: "/v1/pets?api_key=secret",
@@ -54,7 +56,7 @@ test("a refused request is counted, its refusal too, and logged once with its co
   assert.deepEqual(
     calls.map((call) => call.slice(0, 4)),
     [
-      ["request", "unmatched", "GET", 404],
+      ["request", "unmatched", "GET", "404"],
       ["rejection", "unmatched", error.reason, "NOT_FOUND"],
     ],
   );
@@ -77,8 +79,8 @@ test("a proxied request is counted with its operation, its backend time and the 
   exchange.notes.limitAdjusted = true;
   close();
   assert.deepEqual(calls, [
-    ["request", "listPets", "GET", 200, calls[0]?.[4]],
-    ["upstream", "listPets", "GET", 200],
+    ["request", "listPets", "GET", "backend 200 of listPets", calls[0]?.[4]],
+    ["upstream", "listPets", "GET", "backend 200 of listPets"],
     ["overhead", "listPets"],
   ]);
   assert.equal(lines[0]?.upstreamMs, 2);
