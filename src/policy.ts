@@ -132,6 +132,12 @@ export interface PolicyInstance {
    * clients what they may read (CORS) names them without knowing this one.
    */
   readonly responseHeaders?: readonly string[];
+  /**
+   * The request headers this policy sets, removes or judges for the backend (lower case): a
+   * header parameter the document declares with a name that folds onto one of them (x_consumer
+   * for x-consumer) never reaches the backend.
+   */
+  readonly requestHeaders?: readonly string[];
   /** This process's part of each of the policy's ops reports (definition.opsReports), by path. */
   readonly collectReports?: Readonly<Record<string, () => unknown>>;
   isReady?(): boolean;

@@ -18,6 +18,8 @@ export const NON_CANONICAL_PATH = /[%\\;\u0000-\u0020\u007f]|\/\/|\/\.\.?(?:\/|$
 export const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 /** An answer's Content-Type the gateway reads as JSON: application/json or a +json type. */
 export const JSON_FAMILY_MEDIA_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
+/** A header name with a character other than letters, digits and '-' (x_consumer, x.consumer). */
+export const NOT_PLAIN_HEADER_NAME = /[^A-Za-z0-9-]/;
 /** An integer as a parameter or a JSON number may write it: no sign but "-", no leading zero. */
 export const INTEGER_LITERAL = /^-?(?:0|[1-9][0-9]*)$/;
 

@@ -161,6 +161,8 @@ export default definePolicy<AuthOptions, AuthMetrics>({
       reload: store.reload,
       // The challenge of every 401 (MISSING, INVALID).
       responseHeaders: ["www-authenticate"],
+      // Who the consumer is and what credential the backend gets are the gateway's to say.
+      requestHeaders: [header, "authorization"],
       // Somebody's key sent as a request id, with no key or another one in Authorization, would be
       // echoed in the answer and written to every log line of the request.
       // A digest from the key file is not a key, but it must not come out anywhere either.

@@ -123,7 +123,7 @@ export function serializeQuery(query: ReadonlyMap<string, string>): string {
 }
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) never cross the gateway, in either direction.
-const HOP_BY_HOP: readonly string[] = [
+export const HOP_BY_HOP: readonly string[] = [
   "connection",
   "keep-alive",
   "proxy-connection",
@@ -136,7 +136,7 @@ const HOP_BY_HOP: readonly string[] = [
 ];
 const HOP_BY_HOP_SET: ReadonlySet<string> = new Set(HOP_BY_HOP);
 // Headers that would let a client change what the backend believes about the request.
-const SPOOFABLE: readonly string[] = [
+export const SPOOFABLE: readonly string[] = [
   "forwarded",
   "x-http-method-override",
   "x-http-method",

@@ -11,6 +11,7 @@ import { type GatewayError, gatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
 import type { LocalReply, PolicyInstance, UpstreamAnswer } from "../policy.ts";
 import type { CoreExchange } from "./exchange.ts";
+import { CORE_REQUEST_HEADERS, keptUnusualHeaders } from "./request-headers.ts";
 
 /** A policy instance and the name it is configured under (`policies.<name>`). */
 export interface NamedPolicy {
@@ -37,6 +38,8 @@ export interface Chain {
   readonly reply: readonly ((exchange: CoreExchange, status: number, headers: OutgoingHttpHeaders) => void)[];
   /** Some response phase reads the body: JSON answers are then buffered up to the cap. */
   readonly readsResponseBody: boolean;
+  /** The operation's declared header parameters whose unusual names may pass (request-headers.ts). */
+  readonly unusualHeaders: ReadonlySet<string>;
 }
 
 /** What runs before routing, for every request, and the credential question asked of a client's request id. */
@@ -53,6 +56,10 @@ export function buildChains(
   failed: PolicyFailure,
 ): ReadonlyMap<Operation, Chain> {
   const chains = new Map<Operation, Chain>();
+  const owned = new Set([
+    ...CORE_REQUEST_HEADERS,
+    ...policies.flatMap(({ instance }) => instance.requestHeaders ?? []),
+  ]);
   for (const operation of operations) {
     const request: Chain["request"][number][] = [];
     const requestBody: Chain["requestBody"][number][] = [];
@@ -78,6 +85,7 @@ export function buildChains(
       response: response.reverse(),
       reply: reply.reverse(),
       readsResponseBody,
+      unusualHeaders: keptUnusualHeaders(operation, owned),
     });
   }
   return chains;

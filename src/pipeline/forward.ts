@@ -1,11 +1,13 @@
 // The request as the backend gets it: no hop-by-hop header, the X-Forwarded-* headers the
-// deployment's trusted proxies allow, the gateway's request id, and a body of known length.
+// deployment's trusted proxies allow (and what else a proxy says of the client, from those only),
+// the gateway's request id, and a body of known length.
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Upstream } from "../proxy.ts";
 import { type TrustedProxies, unmappedAddress } from "../trusted-proxies.ts";
 import { dropHopByHop } from "./canonical-request.ts";
 import type { Chain } from "./chains.ts";
 import type { CoreExchange } from "./exchange.ts";
+import { dropClaimsOfProxies } from "./request-headers.ts";
 
 const FORWARDED_FOR = "x-forwarded-for";
 
@@ -27,8 +29,9 @@ export function forward(
 }
 
 /**
- * Behind a trusted proxy the chain goes on (the proxy's own X-Forwarded-Proto and -Host stay);
- * from anyone else, what the client claimed is replaced by what the gateway saw.
+ * Behind a trusted proxy the chain goes on (the proxy's own X-Forwarded-Proto and -Host stay, and
+ * its X-Real-IP & co.); from anyone else, what the client claimed is replaced by what the gateway
+ * saw, or removed.
  */
 function addForwardedHeaders(
   headers: IncomingHttpHeaders,
@@ -40,6 +43,7 @@ function addForwardedHeaders(
     const prior = headers[FORWARDED_FOR];
     headers[FORWARDED_FOR] = prior ? `${prior}, ${peer}` : peer;
   } else {
+    dropClaimsOfProxies(headers);
     headers[FORWARDED_FOR] = peer;
     headers["x-forwarded-proto"] = "http";
     headers["x-forwarded-host"] = headers.host ?? "";

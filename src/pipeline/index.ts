@@ -24,6 +24,7 @@ import { exchangeOf, newExchange } from "./exchange.ts";
 import { clientAddressOf, forward } from "./forward.ts";
 import { createLocalReplies } from "./local-replies.ts";
 import { createObserve } from "./observe.ts";
+import { dropUnusualHeaders } from "./request-headers.ts";
 import { clientRequestId, isCredentialAsId } from "./request-id.ts";
 import { createUpstreamAnswers } from "./upstream-answer.ts";
 
@@ -175,6 +176,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     exchange.operation = match.operation;
     exchange.pathParams = match.pathParams;
     const chain = chains.get(match.operation) as Chain;
+    // Before any policy reads them: what a backend could fold onto a header the gateway sets.
+    dropUnusualHeaders(req.rawHeaders, req.headers, chain.unusualHeaders);
     for (const phase of chain.request) {
       const error = phase(exchange);
       if (error) return reject(exchange, error);

@@ -7,7 +7,14 @@ import { markExpectingContinue, readBody } from "../../../src/pipeline/body.ts";
 import type { Chain } from "../../../src/pipeline/chains.ts";
 import type { CoreExchange } from "../../../src/pipeline/exchange.ts";
 
-const chain = { request: [], requestBody: [], response: [], reply: [], readsResponseBody: false } as Chain;
+const chain: Chain = {
+  request: [],
+  requestBody: [],
+  response: [],
+  reply: [],
+  readsResponseBody: false,
+  unusualHeaders: new Set(),
+};
 
 function fakeExchange(headers: Record<string, string> = {}) {
   const req = Object.assign(new EventEmitter(), { headers }) as unknown as IncomingMessage;

@@ -9,8 +9,8 @@ import { buildArrival, buildChains, type NamedPolicy } from "../../../src/pipeli
 import type { CoreExchange } from "../../../src/pipeline/exchange.ts";
 import type { OperationPolicy, UpstreamAnswer } from "../../../src/policy.ts";
 
-const listPets = { id: "listPets" } as unknown as Operation;
-const getPet = { id: "getPet" } as unknown as Operation;
+const listPets = { id: "listPets", uncheckedParameters: [] } as unknown as Operation;
+const getPet = { id: "getPet", uncheckedParameters: [] } as unknown as Operation;
 const exchange = { notes: {} } as unknown as CoreExchange;
 const answer: UpstreamAnswer = {
   status: 200,

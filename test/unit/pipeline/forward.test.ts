@@ -7,7 +7,14 @@ import type { CoreExchange } from "../../../src/pipeline/exchange.ts";
 import { clientAddressOf, forward } from "../../../src/pipeline/forward.ts";
 import { trustedProxies } from "../../../src/trusted-proxies.ts";
 
-const plain = { request: [], requestBody: [], response: [], reply: [], readsResponseBody: false } as Chain;
+const plain: Chain = {
+  request: [],
+  requestBody: [],
+  response: [],
+  reply: [],
+  readsResponseBody: false,
+  unusualHeaders: new Set(),
+};
 const reading = { ...plain, readsResponseBody: true } as Chain;
 const trusted = trustedProxies(["10.0.0.0/8"]);
 
@@ -23,7 +30,7 @@ function forwarded(req: IncomingMessage, chain: Chain, body?: Buffer) {
   return req.headers;
 }
 
-test("from an untrusted peer, X-Forwarded-* say what the gateway saw, not what the client claimed", () => {
+test("from an untrusted peer, X-Forwarded-* say what the gateway saw and X-Real-IP & co. are gone", () => {
   const headers = forwarded(
     request({
       host: "api.example",
@@ -31,6 +38,8 @@ test("from an untrusted peer, X-Forwarded-* say what the gateway saw, not what t
       "x-forwarded-proto": "https",
       "x-forwarded-host": "evil.example",
       "x-request-id": "client-id",
+      "x-real-ip": "1.2.3.4",
+      "cf-connecting-ip": "1.2.3.4",
       "transfer-encoding": "chunked",
       "accept-encoding": "gzip",
     }),
@@ -48,12 +57,16 @@ test("from an untrusted peer, X-Forwarded-* say what the gateway saw, not what t
 
 test("behind a trusted proxy the X-Forwarded-For chain goes on and the proxy's other headers stay", () => {
   const headers = forwarded(
-    request({ host: "gw", "x-forwarded-for": "1.2.3.4", "x-forwarded-proto": "https" }, "10.1.2.3"),
+    request(
+      { host: "gw", "x-forwarded-for": "1.2.3.4", "x-forwarded-proto": "https", "x-real-ip": "1.2.3.4" },
+      "10.1.2.3",
+    ),
     plain,
   );
   assert.equal(headers["x-forwarded-for"], "1.2.3.4, 10.1.2.3");
   assert.equal(headers["x-forwarded-proto"], "https");
   assert.equal(headers["x-forwarded-host"], undefined);
+  assert.equal(headers["x-real-ip"], "1.2.3.4");
 });
 
 test("a body goes with its length; an answer the gateway reads is asked for uncompressed", () => {

@@ -64,6 +64,7 @@ const replyPhases = (name: string): Chain => ({
     },
   ],
   readsResponseBody: false,
+  unusualHeaders: new Set(),
 });
 
 test("a refusal is the Error object, uncached, with the request id, and it is noted on the exchange", () => {
