@@ -24,7 +24,7 @@ import {
   startDemoBackendProcess,
   startGatewayProcess,
 } from "./support/processes.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
+import { PROJECT_ROOT } from "./support/program.ts";
 
 const { file: keysFile, keyOf } = writeKeysFile(["acme"]);
 const acme = keyOf("acme");
