@@ -17,6 +17,7 @@ export function planText(plan: GatewayPlan, sources: PlanSources): string {
   const lines = [
     `${plan.title} ${plan.version}: what petstore-gateway will enforce`,
     `document ${sources.openapi}, config ${sources.config}, environment ${plan.environment}, base path ${plan.basePath || "/"}`,
+    `upstream ${plan.upstream}`,
     "",
     `Public operations (no key): ${
       open.length === 0
@@ -43,7 +44,10 @@ export function planJson(plan: GatewayPlan, sources: PlanSources): string {
 }
 
 function operationText(operation: PlannedOperation): string[] {
-  const lines = [`${operation.method} ${operation.path} (${operation.operation})`];
+  const lines = [
+    `${operation.method} ${operation.path} (${operation.operation})`,
+    `  forwarded to: ${operation.method} ${operation.forwardedTo}`,
+  ];
   if (operation.parameters.length > 0) {
     lines.push("  parameters:");
     for (const parameter of operation.parameters) lines.push(`    ${parameterText(parameter)}`);

@@ -9,7 +9,7 @@ import { type ApiDescription, loadApiDescription, type Operation, type Parameter
 import type { AnyPolicyDefinition, PlanContext, PlanWarning } from "./policy.ts";
 import { describeSchema } from "./schema-brief.ts";
 import { ConfigError, StartupError } from "./startup-errors.ts";
-import { chooseUpstream } from "./upstream-choice.ts";
+import { chooseUpstream, shownUpstream } from "./upstream-choice.ts";
 
 export interface PlannedParameter {
   readonly name: string;
@@ -31,6 +31,8 @@ export interface PlannedOperation {
   readonly method: string;
   /** The public path, base path included. */
   readonly path: string;
+  /** Where a call is sent: the upstream's URL and the path after the base path, or the demo backend's path. */
+  readonly forwardedTo: string;
   /** Some policy lets anyone call it without a credential. */
   readonly public: boolean;
   readonly parameters: readonly PlannedParameter[];
@@ -62,6 +64,8 @@ export interface GatewayPlan {
   readonly version: string;
   readonly basePath: string;
   readonly environment: string;
+  /** The backend (origin and path), or "the bundled demo backend". */
+  readonly upstream: string;
   /** Public operations first, then the others, each in the document's order. */
   readonly operations: readonly PlannedOperation[];
   /** What start-up warns about: one warn line each. `policy` is undefined for the core's own. */
@@ -73,6 +77,8 @@ export interface PlanOptions {
   readonly config: GatewayConfig;
   readonly policies: readonly AnyPolicyDefinition[];
   readonly environment: string;
+  /** The backend's URL as the gateway will use it; undefined for the bundled demo backend. */
+  readonly upstreamUrl?: string | undefined;
   readonly now: () => number;
 }
 
@@ -89,8 +95,11 @@ export function planForCommand(
   const choice = chooseUpstream(config);
   const api = loadApiDescription(config.openapi, { basePath: config.basePath });
   const environment = choice.kind === "demo" ? "demo" : choice.environment;
-  return { plan: planGateway({ api, config, policies, environment, now }), config, configFile };
+  const upstreamUrl = choice.kind === "demo" ? undefined : choice.url;
+  return { plan: planGateway({ api, config, policies, environment, upstreamUrl, now }), config, configFile };
 }
+
+const DEMO_UPSTREAM = "the bundled demo backend";
 
 export const UNCHECKED_PARAMETER_REASON =
   "the gateway checks path and query parameters only; headers and cookies reach the backend as the client sent them";
@@ -101,6 +110,9 @@ export const UNCHECKED_PARAMETER_REASON =
  */
 export function planGateway(options: PlanOptions): GatewayPlan {
   const { api, config } = options;
+  const upstream = options.upstreamUrl === undefined ? DEMO_UPSTREAM : shownUpstream(options.upstreamUrl);
+  // The demo backend serves the document's own base path.
+  const forwardBase = options.upstreamUrl === undefined ? api.basePath : upstream;
   const context: PlanContext = {
     api,
     environment: options.environment,
@@ -134,6 +146,7 @@ export function planGateway(options: PlanOptions): GatewayPlan {
       operation: operation.id,
       method: operation.method,
       path: `${api.basePath}${operation.path}`,
+      forwardedTo: `${forwardBase}${operation.path}`,
       public: open,
       parameters: parametersOf(operation),
       pageSize: pageSizeOf(operation),
@@ -147,6 +160,7 @@ export function planGateway(options: PlanOptions): GatewayPlan {
     version: api.version,
     basePath: api.basePath,
     environment: options.environment,
+    upstream,
     operations: [...operations.filter((o) => o.public), ...operations.filter((o) => !o.public)],
     warnings,
   };

@@ -20,3 +20,12 @@ export function chooseUpstream(config: GatewayConfig): UpstreamChoice {
   }
   return { kind: "demo" };
 }
+
+/**
+ * The upstream as logs and the plan show it: origin and path, no trailing slash, never the user
+ * or password a URL may carry.
+ */
+export function shownUpstream(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname.replace(/\/+$/, "")}`;
+}

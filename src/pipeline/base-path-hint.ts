@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
 import type { Operation } from "../openapi.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../untrusted-text.ts";
+import { shownUpstream } from "../upstream-choice.ts";
 import type { HeldBody } from "./held-body.ts";
 
 export interface BasePathHint {
@@ -27,9 +28,8 @@ export function createBasePathHint(
   upstreamUrl: string,
   publicBasePath: string,
 ): BasePathHint {
-  // Origin and path only: a URL's user and password never reach a log line.
   const upstream = new URL(upstreamUrl);
-  const shown = `${upstream.origin}${upstream.pathname.replace(/\/+$/, "")}`;
+  const shown = shownUpstream(upstreamUrl);
   const fix = likelyFix(upstream, publicBasePath);
   let told = false;
   return {

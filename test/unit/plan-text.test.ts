@@ -64,3 +64,32 @@ test("npm run plan --format json gives the names exactly, escaped, with none raw
   assert.ok(getPet, "the operationId as the document wrote it");
   assert.ok(getPet.parameters.some((parameter) => parameter.name === HOSTILE_HEADER));
 });
+
+test("npm run plan says where each operation is forwarded: the upstream's URL, never its credentials", () => {
+  const plan = planGateway({
+    api: loadDocument(minimalDocument()),
+    config: validateConfig({}, policies),
+    policies,
+    environment: "production",
+    upstreamUrl: "http://deploy:s3cret@pets.internal:3000/v1/",
+    now: () => Date.parse("2030-01-01T00:00:00Z"),
+  });
+  const text = planText(plan, SOURCES);
+  const lines = text.split("\n");
+  assert.ok(lines.includes("upstream http://pets.internal:3000/v1"), text);
+  assert.ok(lines.includes("  forwarded to: POST http://pets.internal:3000/v1/pets"), text);
+  assert.ok(lines.includes("  forwarded to: GET http://pets.internal:3000/v1/pets/{petId}"), text);
+  assert.doesNotMatch(text + planJson(plan, SOURCES), /s3cret|deploy@/);
+});
+
+test("with the demo backend, the plan forwards to the document's own paths", () => {
+  const plan = planGateway({
+    api: loadDocument(minimalDocument()),
+    config: validateConfig({}, policies),
+    policies,
+    environment: "demo",
+    now: () => Date.parse("2030-01-01T00:00:00Z"),
+  });
+  assert.equal(plan.upstream, "the bundled demo backend");
+  assert.equal(plan.operations.find((o) => o.operation === "getPet")?.forwardedTo, "/v1/pets/{petId}");
+});
