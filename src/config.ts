@@ -2,6 +2,7 @@
 // against its schema (config-schema.ts), with defaults filled in, unknown keys refused, the
 // rules between fields checked, and the result frozen.
 import { readFileSync } from "node:fs";
+import type { ValidateFunction } from "ajv";
 import { configSchema, type GatewayConfig } from "./config-schema.ts";
 import { escapePointerToken } from "./json/pointer.ts";
 import { parseJsonText } from "./json/syntax-error.ts";
@@ -81,10 +82,7 @@ export function validateConfig(
   policies: readonly AnyPolicyDefinition[],
   describe: (pointer: string) => string = (pointer) => pointer || "/",
 ): GatewayConfig {
-  // verbose: an error carries its schema, so that "one of these" fields can say what they accept.
-  const ajv = createSchemaValidator({ useDefaults: true, allowUnionTypes: true, verbose: true });
-  ajv.addFormat("ip-range", isIpRange);
-  const validate = ajv.compile(configSchema(policies));
+  const validate = configValidator(policies);
   const config = structuredClone(raw);
   if (!validate(config)) {
     const wording = {
@@ -139,6 +137,25 @@ function takesNumber(schema: unknown): boolean {
   const types = Array.isArray(type) ? type : [type];
   if (types.includes("integer") || types.includes("number")) return true;
   return [...(anyOf ?? []), ...(oneOf ?? [])].some(takesNumber);
+}
+
+/**
+ * The config's validator, compiled once per list of policies (the schema follows from the list):
+ * a process validates its config once, but a test file validates one per gateway or policy it
+ * creates, and the compile was most of the cost (about 30 ms each).
+ */
+const configValidators = new WeakMap<readonly AnyPolicyDefinition[], ValidateFunction>();
+
+function configValidator(policies: readonly AnyPolicyDefinition[]): ValidateFunction {
+  let validate = configValidators.get(policies);
+  if (validate === undefined) {
+    // verbose: an error carries its schema, so that "one of these" fields can say what they accept.
+    const ajv = createSchemaValidator({ useDefaults: true, allowUnionTypes: true, verbose: true });
+    ajv.addFormat("ip-range", isIpRange);
+    validate = ajv.compile(configSchema(policies));
+    configValidators.set(policies, validate);
+  }
+  return validate;
 }
 
 function setPointer(target: Record<string, unknown>, pointer: string, value: unknown) {
