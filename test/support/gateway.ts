@@ -1,36 +1,16 @@
 // A real gateway in the test's own process, listening on port 0, with its pino lines captured.
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
-import { Writable } from "node:stream";
 import policies from "../../policies/index.ts";
 import { validateConfig } from "../../src/config.ts";
 import type { GatewayConfig } from "../../src/config-schema.ts";
 import { buildGateway, type Gateway } from "../../src/gateway.ts";
 import { createLogger } from "../../src/logger.ts";
 import type { AnyPolicyDefinition } from "../../src/policy.ts";
+import { LogCapture } from "./log-capture.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./processes.ts";
 
-/** The gateway's pino lines, parsed, as they were written. */
-export class LogCapture extends Writable {
-  readonly lines: Record<string, unknown>[] = [];
-  readonly raw: string[] = [];
-  #partial = "";
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
-    const text = this.#partial + chunk.toString("utf8");
-    const parts = text.split("\n");
-    this.#partial = parts.pop() ?? "";
-    for (const part of parts) {
-      if (part === "") continue;
-      this.raw.push(part);
-      this.lines.push(JSON.parse(part) as Record<string, unknown>);
-    }
-    done();
-  }
-  /** Lines with the given msg. */
-  messages(msg: string): Record<string, unknown>[] {
-    return this.lines.filter((line) => line.msg === msg);
-  }
-}
+export { LogCapture };
 
 export interface TestGateway {
   readonly url: string; // e.g. http://127.0.0.1:PORT/v1
