@@ -15,6 +15,8 @@ import type { LifecycleOptions } from "./index.ts";
 
 /** The response headers a deprecated operation adds. */
 export const DEPRECATION_HEADERS = ["deprecation", "sunset", "link"] as const;
+/** The header a brownout's 410 adds: when the window ends. */
+export const BROWNOUT_HEADER = "retry-after";
 
 export interface DeprecationSetting {
   readonly options: LifecycleOptions;
@@ -59,7 +61,7 @@ export function deprecationPhases(deprecation: Deprecation, setting: Deprecation
     const brownout = errors.error(
       "OPERATION_BROWNOUT",
       `${publicName} is deprecated${sunsetDate ? ` and will be removed on ${sunsetDate}` : ""}; it is unavailable in a scheduled brownout until ${until}; ${replacement}`,
-      { "retry-after": until },
+      { [BROWNOUT_HEADER]: until },
     );
     return { start, end, brownout };
   });

@@ -11,7 +11,7 @@ import type { JSONSchemaType } from "ajv";
 import { Counter, Gauge } from "prom-client";
 import { definePolicy } from "../../src/policy.ts";
 import { consumerCounters } from "./consumers.ts";
-import { brownoutWindows, DEPRECATION_HEADERS, deprecationPhases } from "./deprecation.ts";
+import { BROWNOUT_HEADER, brownoutWindows, DEPRECATION_HEADERS, deprecationPhases } from "./deprecation.ts";
 import { CallerTally, type DeprecationReport, mergeReports } from "./deprecation-report.ts";
 import { renderReport } from "./deprecation-report-formats.ts";
 import { errors } from "./errors.ts";
@@ -217,6 +217,8 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
     return {
       responseHeaders: [
         ...(deprecations.size > 0 ? DEPRECATION_HEADERS : []),
+        // A page must be able to read when a brownout ends (CORS exposes what is declared).
+        ...(windows.size > 0 ? [BROWNOUT_HEADER] : []),
         ...(stability.size > 0 ? [STABILITY_HEADER] : []),
       ],
       forOperation(operation) {
