@@ -41,13 +41,12 @@ import {
 import { buildArrival, buildChains, type Chain } from "../../src/pipeline/chains.ts";
 import { type CoreExchange, newExchange } from "../../src/pipeline/exchange.ts";
 import { createLocalReplies } from "../../src/pipeline/local-replies.ts";
-import {
-  type AnyPolicyDefinition,
-  optionsOf,
-  type PolicyContext,
-  type PolicyDefinition,
-  type PolicyInstance,
-  type UpstreamAnswer,
+import type {
+  AnyPolicyDefinition,
+  PolicyContext,
+  PolicyDefinition,
+  PolicyInstance,
+  UpstreamAnswer,
 } from "../../src/policy.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
 import { createRouter, type Router } from "../../src/router.ts";
@@ -58,8 +57,7 @@ export interface HarnessSetting {
   /** The OpenAPI document, a path: the bundled config/openapi.json unless given. */
   readonly openapi?: string;
   /**
-   * The rest of the gateway config as a config file writes it: other policies' options (which
-   * context.optionsOf reads), basePath; or a gateway's validated config. The policy's own options
+   * The rest of the gateway config as a config file writes it: other policies' options, basePath; or a gateway's validated config. The policy's own options
    * are the harness's argument.
    */
   readonly config?: Readonly<Record<string, unknown>> | GatewayConfig;
@@ -197,7 +195,6 @@ function createPolicy(
     logger,
     environment: setting.environment ?? "production",
     now: setting.now ?? Date.now,
-    optionsOf: (other) => optionsOf(config, other),
     responseHeaders,
   };
   const instruments = definition.metrics?.(registry);
