@@ -1,6 +1,7 @@
 // Loads the OpenAPI description once and compiles everything the gateway needs from it:
 // operations, routes, parameter specs and ajv validators. Nothing is compiled per request.
 import type { ValidateFunction } from "ajv";
+import { UnsupportedPatternError } from "./linear-regexp.ts";
 import { isJsonMediaType, isWildcardMediaType, jsonMediaTypeOf } from "./media-types.ts";
 import { accessView, addAccessKeywords, type Direction, marksAny } from "./openapi/access-views.ts";
 import { basePathOf } from "./openapi/base-path.ts";
@@ -17,6 +18,7 @@ import type {
 import { openapiVersion, translateSchemas30 } from "./openapi/from-3.0.ts";
 import { asObject, type Json, type JsonObject } from "./openapi/json-object.ts";
 import { pageSizeOf } from "./openapi/page-size.ts";
+import { patternPointers } from "./openapi/pattern-pointers.ts";
 import { readApiDocument } from "./openapi/read-document.ts";
 import { securityOf } from "./openapi-security.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
@@ -83,6 +85,14 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
     try {
       return ajv.compile(rewriteRefs(view, id) as JsonObject);
     } catch (error) {
+      if (error instanceof UnsupportedPatternError) {
+        // The pattern is refused, not dropped: the operation would otherwise check less than it says.
+        const at = patternPointers(read, error.pattern);
+        const place = at.length === 0 ? "" : ` at ${at.join(", ")}`;
+        throw new Error(
+          `${where}: the pattern ${JSON.stringify(error.pattern)}${place} is refused: ${error.reason}`,
+        );
+      }
       throw new Error(`${where}: ${(error as Error).message}`);
     }
   };

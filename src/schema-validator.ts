@@ -4,6 +4,7 @@
 import { Ajv, type AnySchema, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
+import { linearRegExpEngine } from "./linear-regexp.ts";
 
 export interface SchemaValidatorOptions {
   /** OpenAPI 3.1 schemas are JSON Schema 2020-12; the gateway's own schemas are draft-07. */
@@ -21,6 +22,12 @@ export interface SchemaValidatorOptions {
  * rather than validating nothing; the first error only, so that a hostile document's cost stays
  * that of one failure; no coercion and no $data, so that a value is checked as it was sent; and
  * the standard formats (date-time, ipv4, ...).
+ *
+ * Every `pattern` and `patternProperties` runs on the linear engine (src/linear-regexp.ts), never on
+ * V8's backtracking one: a document's pattern is run on client and backend text. For the same
+ * reason ajv's strict check that a schema's property names match none of its patternProperties is
+ * off (allowMatchingProperties): it runs each such pattern on V8's engine, and a property that
+ * also matches a pattern is valid JSON Schema (both subschemas apply).
  */
 export function createSchemaValidator(options: SchemaValidatorOptions = {}): Ajv | Ajv2020 {
   const settings = {
@@ -31,6 +38,8 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Ajv
     useDefaults: options.useDefaults ?? false,
     allowUnionTypes: options.allowUnionTypes ?? false,
     verbose: options.verbose ?? false,
+    allowMatchingProperties: true,
+    code: { regExp: linearRegExpEngine() },
   };
   const ajv = options.draft === "2020-12" ? new Ajv2020(settings) : new Ajv(settings);
   addFormats.default(ajv);
