@@ -3,8 +3,8 @@
 // checked more loosely than another by an option forgotten in one place.
 import { Ajv, type AnySchema, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
 import { linearRegExpEngine } from "./linear-regexp.ts";
+import { addGatewayFormats } from "./schema-formats.ts";
 
 export interface SchemaValidatorOptions {
   /** OpenAPI 3.1 schemas are JSON Schema 2020-12; the gateway's own schemas are draft-07. */
@@ -21,7 +21,7 @@ export interface SchemaValidatorOptions {
  * An ajv instance as the gateway uses one: strict, so that a schema's typo fails at start-up
  * rather than validating nothing; the first error only, so that a hostile document's cost stays
  * that of one failure; no coercion and no $data, so that a value is checked as it was sent; and
- * the standard formats (date-time, ipv4, ...).
+ * the standard formats (date-time, ipv4, ...; src/schema-formats.ts).
  *
  * Every `pattern` and `patternProperties` runs on the linear engine (src/linear-regexp.ts), never on
  * V8's backtracking one: a document's pattern is run on client and backend text. For the same
@@ -42,7 +42,7 @@ export function createSchemaValidator(options: SchemaValidatorOptions = {}): Ajv
     code: { regExp: linearRegExpEngine() },
   };
   const ajv = options.draft === "2020-12" ? new Ajv2020(settings) : new Ajv(settings);
-  addFormats.default(ajv);
+  addGatewayFormats(ajv);
   return ajv;
 }
 
