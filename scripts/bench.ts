@@ -22,7 +22,7 @@
 // must-do work (the key's digest, the `limit` default, a deadline, a histogram, an access line to
 // /dev/null). Their ratios to the bare proxy are those bounds, measured.
 // Other flags: --rounds N --duration S --connections N --rate N --loader wrk|autocannon
-// --backend static|demo --no-nginx --only list20,list100,create,getPet,keys,rate,rss
+// --backend static|demo --no-nginx --only list20,list100,create,getPet,keys,patterns,rate,rss
 // --compare GIT_REF: also runs the gateway as it was at GIT_REF, as one more target in the same
 // rounds, so that a change to the gateway is measured against its predecessor on equal terms.
 // --compare-flags="NODE FLAGS": the same, for the gateway of this tree started with other Node
@@ -50,7 +50,7 @@ import { main } from "./bench/main.ts";
 import { shutDown } from "./bench/processes.ts";
 
 const USAGE = `usage: npm run bench -- [--quick] [--profile [--baseline bare|bare-check|bare-must]]
-  [--only list20,list100,create,getPet,keys,rate,rss] [--targets direct,nginx,bare,bare-check,bare-must,gateway,gateway-nocontract,compare]
+  [--only list20,list100,create,getPet,keys,patterns,rate,rss] [--targets direct,nginx,bare,bare-check,bare-must,gateway,gateway-nocontract,compare]
   [--compare GIT_REF | --compare-flags="NODE FLAGS"] [--rounds N] [--duration S] [--connections N] [--rate N]
   [--loader wrk|autocannon] [--backend static|demo] [--no-nginx]
 See docs/performance.md.

@@ -5,7 +5,16 @@ import type { MustDoCosts } from "./must-do.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 
-export const ALL_SCENARIOS = ["list20", "list100", "create", "getPet", "keys", "rate", "rss"] as const;
+export const ALL_SCENARIOS = [
+  "list20",
+  "list100",
+  "create",
+  "getPet",
+  "keys",
+  "patterns",
+  "rate",
+  "rss",
+] as const;
 export type ScenarioId = (typeof ALL_SCENARIOS)[number];
 export const ALL_TARGETS = [
   "direct",

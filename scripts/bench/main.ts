@@ -25,11 +25,13 @@ import {
 import {
   keysScenario,
   measureMustDo,
+  patternsScenario,
   type RssResult,
   rateScenario,
   rssScenario,
   type ScenarioResult,
   throughputScenario,
+  writePatternDocument,
 } from "./scenarios.ts";
 import {
   bareProxyArgs,
@@ -173,6 +175,23 @@ export async function main(options: Options): Promise<void> {
     const manyKeys = await startGateway(bench, "gateway-100k", backend.url, manyKeyFile);
     await run("keys", () => keysScenario(bench, oneKey, manyKeys, direct));
     await Promise.all([stop(oneKey.child), stop(manyKeys.child)]);
+  }
+  if (wanted(bench, "patterns")) {
+    // The bundled document has no pattern: this one gives createPet's name one, both ways.
+    const withPatterns = writePatternDocument(join(bench.work, "openapi-patterns.json"));
+    const plain = await startGateway(bench, "gateway-no-patterns", backend.url, oneKeyFile);
+    const patterned = await startGateway(
+      bench,
+      "gateway-patterns",
+      backend.url,
+      oneKeyFile,
+      undefined,
+      ROOT,
+      "enforce",
+      withPatterns,
+    );
+    await run("patterns", () => patternsScenario(bench, plain, patterned, direct));
+    await Promise.all([stop(plain.child), stop(patterned.child)]);
   }
   // At equal load only the gateway against the bare proxy is asked (p99 within 1 ms).
   await run("rate", () =>

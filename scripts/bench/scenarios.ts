@@ -2,7 +2,7 @@
 // modelled bounds), a big key file against a small one, latency at a fixed rate, and RSS under
 // many open connections; before them, the work no gateway can skip, measured alone.
 import { type ChildProcess, execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GATEWAY_NODE_FLAGS } from "../start-command.ts";
 import { type Bench, ROOT, type ScenarioId, wanted } from "./context.ts";
@@ -188,6 +188,57 @@ export async function keysScenario(
     },
     verdicts: [
       `${within ? "MET" : "MISSED"}: 100k/1 key ${ratio.toFixed(3)}, not slower beyond the noise of ±${(noise * 100).toFixed(1)}% (rounds ${low.toFixed(3)} to ${high.toFixed(3)})`,
+    ],
+  };
+}
+
+/** createPet's name, as a team might constrain it: the red team's pattern, on the linear engine. */
+export const NAME_PATTERN = "^(\\w+\\s?)*$";
+
+/**
+ * The bundled document with a pattern on the name of NewPet (the request body) and of Pet (the
+ * answer the contract checks): the bundled document has none, so no other scenario runs the
+ * linear engine. Returns the file.
+ */
+export function writePatternDocument(file: string): string {
+  const document = JSON.parse(readFileSync(join(ROOT, "config/openapi.json"), "utf8"));
+  for (const schema of ["NewPet", "Pet"])
+    document.components.schemas[schema].properties.name.pattern = NAME_PATTERN;
+  writeFileSync(file, JSON.stringify(document));
+  return file;
+}
+
+/**
+ * What the document's patterns cost a request: the same gateway on the bundled document and on
+ * the one with patterns (two per createPet: its body and its answer), fresh processes both.
+ */
+export async function patternsScenario(
+  bench: Bench,
+  plain: Target,
+  patterned: Target,
+  reference: Target,
+): Promise<ScenarioResult> {
+  const spec = REQUESTS.create;
+  await preflight([plain, patterned], spec, reference);
+  const load = { connections: bench.settings.connections, durationS: bench.settings.durationS };
+  const runs = await runRounds(
+    bench,
+    [plain, patterned],
+    spec,
+    load,
+    bench.settings.rounds,
+    bench.settings.warmupS,
+  );
+  const ratio = perRound(runs, patterned.name, plain.name, rpsRatio);
+  const cpu = perRound(runs, patterned.name, plain.name, cpuRatio);
+  return {
+    id: "patterns",
+    title: `POST /v1/pets with name matching ${NAME_PATTERN} in the body and the answer, against no pattern`,
+    ...measuredUnder(spec, load, bench.settings.rounds, runs, bench.loader),
+    ratios: { "patterns/no patterns": ratio, "cpu per request patterns/no patterns": cpu },
+    // For information: the engine's cost per match is measured alone in bench/results (2026-11-26).
+    verdicts: [
+      `for information: patterns/no patterns ${ratio.toFixed(3)}, CPU per request ${cpu.toFixed(3)}`,
     ],
   };
 }

@@ -42,6 +42,8 @@ export async function startGateway(
   nodeFlags: readonly string[] = GATEWAY_NODE_FLAGS,
   root = ROOT,
   contract: "enforce" | "off" = "enforce",
+  /** Another OpenAPI document than the bundled one (OPENAPI_FILE). */
+  openapiFile?: string,
 ): Promise<Target & { child: ChildProcess }> {
   const [port, opsPort] = [await freePort(), await freePort()];
   const configFile = join(bench.work, `${name.replace(/[^\w.-]+/g, "_")}.json`);
@@ -79,6 +81,7 @@ export async function startGateway(
         WORKERS: "1",
         PORT: String(port),
         OPS_PORT: String(opsPort),
+        ...(openapiFile === undefined ? {} : { OPENAPI_FILE: openapiFile }),
       },
     }),
     name,
