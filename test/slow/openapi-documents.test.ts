@@ -115,3 +115,28 @@ test("a date given in the document and the config: plan and gateway both refuse,
     /^petstore-gateway: invalid config: policies\.lifecycle\.operations\.getPet\.since: getPet's since is given by x-gateway-deprecation in the document too; give it in one place\n$/,
   );
 });
+
+test("a pattern with a lookahead: plan and gateway both refuse, with the same line naming where it is", async () => {
+  const document = JSON.parse(readFileSync(join(PROJECT_ROOT, "config/openapi.json"), "utf8"));
+  document.components.schemas.NewPet.properties.name.pattern = "^(?!admin$)\\w+$";
+  const openapi = join(writeDocumentFiles({ "openapi.json": document }), "openapi.json");
+  const config = boundedConfigFile({
+    openapi,
+    upstream: { url: "http://127.0.0.1:9/v1" },
+    policies: { auth: { keysFile } },
+  });
+  const [plan, gateway] = await Promise.all([
+    run(["scripts/plan.ts", "--config", config]),
+    run([...GATEWAY_PROGRAM], { GATEWAY_CONFIG: config }),
+  ]);
+  assert.equal(plan.code, 1);
+  assert.equal(gateway.code, 1);
+  assert.equal(plan.stderr, gateway.stderr);
+  assert.equal(plan.stderr.split("\n").length, 2, "one line");
+  assert.ok(
+    plan.stderr.includes(
+      'the pattern "^(?!admin$)\\\\w+$" at #/components/schemas/NewPet/properties/name/pattern is refused: a negative lookahead (?!...) has no linear-time match',
+    ),
+    plan.stderr,
+  );
+});
