@@ -55,6 +55,13 @@ export const coreCatalogue = {
   },
   UPSTREAM_TIMEOUT: { status: 504, reason: "upstream", message: "The backend did not answer in time" },
   SHUTTING_DOWN: { status: 503, reason: "internal", message: "The gateway is shutting down" },
+  // Written by a cluster primary itself, while none of its workers is serving (all died and are
+  // being restarted): the port stays open and the client hears why.
+  WORKER_UNAVAILABLE: {
+    status: 503,
+    reason: "internal",
+    message: "No worker process of the gateway is serving; try again shortly",
+  },
   GATEWAY_BUSY: {
     status: 503,
     reason: "internal",

@@ -4,6 +4,7 @@
 // before the process exits, since they are the record of deprecated calls.
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Intake } from "./cluster/intake.ts";
 import type { GatewayConfig } from "./config-schema.ts";
 import { buildGateway, type Gateway } from "./gateway.ts";
 import { listen } from "./listen.ts";
@@ -30,6 +31,8 @@ export interface ServeOptions {
   readonly onStopped?: () => Promise<void>;
   /** Log the plan's warnings at start-up (default true): a cluster's primary does, once, not each worker. */
   readonly startupWarnings?: boolean;
+  /** A cluster worker's connections come from its primary (cluster/intake.ts), not from a port of its own. */
+  readonly intake?: (server: Server) => Intake;
 }
 
 export interface Serving {
@@ -51,7 +54,11 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     logger,
     startupWarnings: options.startupWarnings ?? true,
   });
-  await Promise.all([listen(server, config, "public"), options.ops && listen(opsServer, config, "ops")]);
+  const intake = options.intake?.(server);
+  await Promise.all([
+    intake === undefined && listen(server, config, "public"),
+    options.ops && listen(opsServer, config, "ops"),
+  ]);
 
   const stop = shutdownOnSignals({
     log: options.log,
@@ -65,7 +72,11 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
         // a connection already handed to this process (by the kernel, or by a cluster primary)
         // would be refused and reset. Let this turn's I/O in first, then stop accepting.
         setImmediate(() => {
-          server.close(() => void closeAndExit(options.ops ? opsServer : undefined, gateway, options, 0));
+          const stopped = () => void closeAndExit(options.ops ? opsServer : undefined, gateway, options, 0);
+          if (intake) {
+            intake.close(stopped);
+            server.close();
+          } else server.close(stopped);
           server.closeIdleConnections();
         });
       }, config.server.shutdownDrainMs).unref();
@@ -79,7 +90,7 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
 
   return {
     gateway,
-    port: (server.address() as AddressInfo).port,
+    port: intake ? intake.port : (server.address() as AddressInfo).port,
     opsPort: options.ops ? (opsServer.address() as AddressInfo).port : undefined,
     stop,
   };

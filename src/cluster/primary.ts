@@ -1,8 +1,8 @@
 // All the cores of a machine: WORKERS=<n> runs n worker processes behind one public port
-// (node:cluster). The primary serves no requests and runs no policy: it runs the ops port,
-// answers /metrics and the policies' reports for the whole group (collection.ts), restarts a
-// worker that dies (backing off when one keeps dying young), and passes a graceful shutdown and a
-// reload on to the workers.
+// (node:cluster). The primary serves no requests and runs no policy: it owns the public port and
+// hands its connections to the workers (dispatch.ts), runs the ops port, answers /metrics and the
+// policies' reports for the whole group (collection.ts), restarts a worker that dies (backing off
+// when one keeps dying young), and passes a graceful shutdown and a reload on to the workers.
 import cluster, { type Worker } from "node:cluster";
 import type { AddressInfo } from "node:net";
 import { availableParallelism } from "node:os";
@@ -16,7 +16,8 @@ import { planGateway } from "../plan.ts";
 import { closeAndExit, exitOnFatalError, logListening, type ProcessSetup } from "../serve.ts";
 import { shutdownOnSignals } from "../shutdown.ts";
 import { createGroupCollection, type Parts } from "./collection.ts";
-import { RELOAD, SHUTDOWN, tell, WORKER_SETUP, type WorkerSetup } from "./protocol.ts";
+import { createDispatcher } from "./dispatch.ts";
+import { READY, RELOAD, SHUTDOWN, tell, typeOf, WORKER_SETUP, type WorkerSetup } from "./protocol.ts";
 
 /** A worker that lived at least this long was not crash-looping: restart it at once. */
 const STABLE_UPTIME_MS = 10_000;
@@ -66,7 +67,7 @@ export interface PrimaryOptions {
   readonly setup: ProcessSetup;
   readonly workers: number;
   readonly log: LoggerHandle;
-  /** Once, when the first worker listens (the port is then known, also when PORT=0). */
+  /** Once, when the first worker serves. */
   readonly onListening?: (port: number, opsPort: number, api: ApiDescription) => void;
   /** After every worker has exited, before the logs are flushed (e.g. stop the demo backend). */
   readonly onStopped?: () => Promise<void>;
@@ -114,6 +115,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   let finishing = false;
   let exitCode = 0;
   let opsPort = 0;
+  let port = 0;
 
   const live = () => slots.filter((slot) => slot.worker !== undefined);
   const collection = createGroupCollection({
@@ -128,12 +130,19 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     beforeScrape: () => workersUp.set(slots.filter((slot) => slot.listening).length),
   });
 
+  const dispatcher = createDispatcher({
+    logger,
+    maxConnections: config.server.maxConnections,
+    refusal: () => (stopping ? "SHUTTING_DOWN" : "WORKER_UNAVAILABLE"),
+  });
+
   const fork = (slot: Slot) => {
     slot.restartTimer = undefined;
     const workerSetup: WorkerSetup = {
       config,
       upstreamUrl: setup.upstreamUrl,
       environment: setup.environment,
+      port,
     };
     const worker = cluster.fork({ [WORKER_SETUP]: JSON.stringify(workerSetup) });
     slot.worker = worker;
@@ -142,16 +151,24 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     // A message to a worker that is dying fails with EPIPE: its 'exit' tells the rest.
     worker.on("error", () => {});
     collection.listen(worker);
-    worker.on("listening", (address: { port: number }) => {
+    worker.on("message", (message: unknown) => {
+      if (typeOf(message) !== READY || slot.worker !== worker) return;
       slot.listening = true;
+      dispatcher.take(worker);
       logger.info({ worker: worker.process.pid }, "worker listening");
       if (everListened) return;
       everListened = true;
-      logListening(log, setup, { port: address.port, opsPort, workers: options.workers });
-      options.onListening?.(address.port, opsPort, api);
+      logListening(log, setup, { port, opsPort, workers: options.workers });
+      options.onListening?.(port, opsPort, api);
       if (!stopping) for (const other of slots) if (other.worker === undefined) fork(other);
     });
-    worker.on("exit", (code: number | null, signal: string | null) => onExit(slot, worker, code, signal));
+    // Once its channel is closed every message it sent has been read: what it had not said it
+    // took goes to another worker (or is answered by the primary).
+    worker.on("disconnect", () => dispatcher.drop(worker));
+    worker.on("exit", (code: number | null, signal: string | null) => {
+      if (!worker.isConnected()) dispatcher.drop(worker);
+      onExit(slot, worker, code, signal);
+    });
   };
 
   const onExit = (slot: Slot, worker: Worker, code: number | null, signal: string | null) => {
@@ -198,6 +215,9 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   );
   await listen(opsServer, config, "ops");
   opsPort = (opsServer.address() as AddressInfo).port;
+  // Before any worker starts: an address that cannot be listened on fails here, in one line.
+  await listen(dispatcher.server, config, "public");
+  port = (dispatcher.server.address() as AddressInfo).port;
 
   const stop = shutdownOnSignals({
     log,
@@ -212,6 +232,9 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
         if (slot.worker) tell(slot.worker, { type: SHUTDOWN });
       }
       if (live().length === 0) void finish();
+      // The workers stop taking connections when their drain ends; so does the port. A connection
+      // that comes in between is answered 503 SHUTTING_DOWN by the primary.
+      setTimeout(() => setImmediate(() => dispatcher.server.close()), config.server.shutdownDrainMs).unref();
     },
     onDeadline() {
       logger.warn({ workers: live().length }, "shutdown deadline reached; killing the workers left");
@@ -232,8 +255,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     for (const slot of live()) slot.worker?.process.kill("SIGTERM");
   });
 
-  // One worker first, the others once it listens: an address that cannot be listened on (a busy
-  // port, a host that does not resolve) fails in that one worker and is told in one line, not
-  // once per worker, racing.
+  // One worker first, the others once it serves: a worker that cannot start (a key file it cannot
+  // read) fails alone and is told in one line, not once per worker, racing.
   fork(slots[0] as Slot);
 }

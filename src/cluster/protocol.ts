@@ -1,6 +1,8 @@
 // What a cluster primary and its workers say to each other over IPC: the setup a worker starts
-// with, the primary's questions (collect your metrics, your part of a report), the workers'
-// answers, and the two orders (shut down, reload). Plain JSON, as IPC carries it.
+// with, the connections the primary hands over (and the worker's word that it took each), the
+// primary's questions (collect your metrics, your part of a report), the workers' answers, and
+// the two orders (shut down, reload). Plain JSON, as IPC
+// carries it, plus a connection's socket.
 import type { Worker } from "node:cluster";
 import type { GatewayConfig } from "../config-schema.ts";
 
@@ -10,6 +12,12 @@ export const COLLECT = "petstore-gateway:collect";
 export const COLLECTED = "petstore-gateway:collected";
 export const SHUTDOWN = "petstore-gateway:shutdown";
 export const RELOAD = "petstore-gateway:reload";
+/** Worker to primary: it serves; hand it connections. */
+export const READY = "petstore-gateway:ready";
+/** Primary to worker, with the socket of a connection the primary accepted. */
+export const CONNECTION = "petstore-gateway:connection";
+/** Worker to primary: whether it took the connection `id` (false: it no longer takes any). */
+export const TAKEN = "petstore-gateway:taken";
 
 /** The part of the setup that crosses to a worker (the policies are the worker's own import). */
 export interface WorkerSetup {
@@ -17,6 +25,18 @@ export interface WorkerSetup {
   readonly config: GatewayConfig;
   readonly upstreamUrl: string;
   readonly environment: string;
+  /** The public port, which the primary listens on (for the worker's own record). */
+  readonly port: number;
+}
+
+export interface ConnectionMessage {
+  readonly type: typeof CONNECTION;
+  readonly id: number;
+}
+export interface TakenMessage {
+  readonly type: typeof TAKEN;
+  readonly id: number;
+  readonly taken: boolean;
 }
 
 export type CollectRequest =

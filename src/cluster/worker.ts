@@ -1,14 +1,17 @@
-// A cluster worker: serves requests like a single process, without the ops port (the primary's),
-// and answers the primary's questions and orders.
+// A cluster worker: serves requests like a single process, on the connections its primary hands
+// over (intake.ts), without the ops port (the primary's); answers the primary's questions and
+// orders.
 import { validateConfig } from "../config.ts";
 import { createLogger } from "../logger.ts";
 import type { AnyPolicyDefinition } from "../policy.ts";
 import { type Serving, serve } from "../serve.ts";
+import { takeConnections } from "./intake.ts";
 import {
   COLLECT,
   COLLECTED,
   type CollectedMessage,
   type CollectMessage,
+  READY,
   RELOAD,
   SHUTDOWN,
   typeOf,
@@ -44,8 +47,14 @@ export async function runWorker(policies: readonly AnyPolicyDefinition[]): Promi
   });
   serving = await serve(
     { policies, config, upstreamUrl: given.upstreamUrl, environment: given.environment },
-    { log: createLogger(config.log.level), ops: false, startupWarnings: false },
+    {
+      log: createLogger(config.log.level),
+      ops: false,
+      startupWarnings: false,
+      intake: (server) => takeConnections(server, given.port),
+    },
   );
+  if (process.connected) process.send?.({ type: READY });
   if (stopWhenServing !== undefined) serving.stop(stopWhenServing);
 }
 

@@ -219,16 +219,21 @@ function isTokenChar(byte: number): boolean {
 
 export function writeRawAnswer(socket: Socket, reply: GatewayError, requestId?: string): void {
   markClosing(socket);
-  const body = errorBody(reply);
-  socket.end(
-    `HTTP/1.1 ${reply.status} ${http.STATUS_CODES[reply.status]}\r\n` +
-      "Content-Type: application/json\r\n" +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      "Cache-Control: no-store\r\n" +
-      "X-Content-Type-Options: nosniff\r\n" +
-      (requestId === undefined ? "" : `X-Request-Id: ${requestId}\r\n`) +
-      "Connection: close\r\n\r\n" +
-      body,
-  );
+  socket.end(rawAnswer(reply, requestId));
   socket.destroySoon();
+}
+
+/** The bytes of an answer written straight to a socket: the Error object, and Connection: close. */
+export function rawAnswer(reply: GatewayError, requestId?: string): string {
+  const body = errorBody(reply);
+  return (
+    `HTTP/1.1 ${reply.status} ${http.STATUS_CODES[reply.status]}\r\n` +
+    "Content-Type: application/json\r\n" +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    "Cache-Control: no-store\r\n" +
+    "X-Content-Type-Options: nosniff\r\n" +
+    (requestId === undefined ? "" : `X-Request-Id: ${requestId}\r\n`) +
+    "Connection: close\r\n\r\n" +
+    body
+  );
 }

@@ -13,6 +13,8 @@ export interface RawOutcome {
   readonly responses: RawResponse[];
   /** True when the gateway closed the connection (FIN or reset) before the wait ran out. */
   readonly closed: boolean;
+  /** The socket error's code, if any (ECONNREFUSED: nobody listened; ECONNRESET: a reset). */
+  readonly error: string | undefined;
 }
 
 /**
@@ -35,19 +37,23 @@ export function rawExchange(
     const socket = net.connect(port, "127.0.0.1");
     let text = "";
     let done = false;
+    let error: string | undefined;
     const finish = (closed: boolean) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       socket.destroy();
-      resolve({ text, responses: parseResponses(text), closed });
+      resolve({ text, responses: parseResponses(text), closed, error });
     };
     const timer = setTimeout(() => finish(false), waitMs);
     socket.setEncoding("latin1");
     socket.on("data", (data: string) => {
       text += data;
     });
-    socket.on("error", () => finish(true));
+    socket.on("error", (failure: NodeJS.ErrnoException) => {
+      error = failure.code ?? failure.message;
+      finish(true);
+    });
     socket.on("end", () => finish(true));
     socket.on("close", () => finish(true));
     socket.on("connect", async () => {
