@@ -7,9 +7,11 @@ import type { OpsSource, ServedReport } from "../ops.ts";
 import {
   COLLECT,
   COLLECTED,
+  COUNTED,
   type CollectedMessage,
   type CollectMessage,
   type CollectRequest,
+  type CountedMessage,
   type MetricJson,
   type MetricsPart,
   typeOf,
@@ -27,7 +29,7 @@ export interface Parts {
 
 export interface GroupCollection {
   readonly source: OpsSource;
-  /** Wires a new worker's answers. */
+  /** Wires a new worker's answers, and what it tells unasked. */
   listen(worker: Worker): void;
   /** A worker died: what it had counted stays in the group's figures (a counter never goes down). */
   retire(parts: Parts): void;
@@ -100,8 +102,17 @@ export function createGroupCollection(options: {
     source,
     listen(worker) {
       worker.on("message", (message: unknown) => {
-        if (typeOf(message) !== COLLECTED) return;
-        pending.get((message as CollectedMessage).id)?.(message as CollectedMessage);
+        const type = typeOf(message);
+        if (type === COLLECTED) pending.get((message as CollectedMessage).id)?.(message as CollectedMessage);
+        else if (type === COUNTED) {
+          // Kept as the worker's last word: should it die before the next scrape, this is retired.
+          const slot = options.live().find((live) => live.holds(worker));
+          if (slot === undefined) return;
+          const { metrics, reports: parts } = message as CountedMessage;
+          if (Array.isArray(metrics)) slot.parts.metrics = metrics;
+          if (Array.isArray(parts))
+            for (const [path, part] of parts) if (part !== undefined) slot.parts.reports.set(path, part);
+        }
       });
     },
     retire(parts) {

@@ -1,7 +1,7 @@
 // What a cluster primary and its workers say to each other over IPC: the setup a worker starts
 // with, the connections the primary hands over (and the worker's word that it took each), the
-// primary's questions (collect your metrics, your part of a report), the workers' answers, and
-// the two orders (shut down, reload). Plain JSON, as IPC
+// primary's questions (collect your metrics, your part of a report), the workers' answers and
+// what they count, sent unasked, and the two orders (shut down, reload). Plain JSON, as IPC
 // carries it, plus a connection's socket.
 import type { Worker } from "node:cluster";
 import type { GatewayConfig } from "../config-schema.ts";
@@ -18,6 +18,8 @@ export const READY = "petstore-gateway:ready";
 export const CONNECTION = "petstore-gateway:connection";
 /** Worker to primary: whether it took the connection `id` (false: it no longer takes any). */
 export const TAKEN = "petstore-gateway:taken";
+/** Worker to primary, unasked: its counts so far, kept should it die before the next scrape. */
+export const COUNTED = "petstore-gateway:counted";
 
 /** The part of the setup that crosses to a worker (the policies are the worker's own import). */
 export interface WorkerSetup {
@@ -37,6 +39,12 @@ export interface TakenMessage {
   readonly type: typeof TAKEN;
   readonly id: number;
   readonly taken: boolean;
+}
+export interface CountedMessage {
+  readonly type: typeof COUNTED;
+  readonly metrics: MetricsPart;
+  /** A report's path, and this worker's part of it. */
+  readonly reports: readonly (readonly [string, unknown])[];
 }
 
 export type CollectRequest =

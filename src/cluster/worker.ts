@@ -1,16 +1,20 @@
 // A cluster worker: serves requests like a single process, on the connections its primary hands
 // over (intake.ts), without the ops port (the primary's); answers the primary's questions and
-// orders.
+// orders, and tells it what it counted every second, unasked, so that a worker killed outright
+// takes at most its last second of counts with it.
 import { validateConfig } from "../config.ts";
 import { createLogger } from "../logger.ts";
+import { reportsOf } from "../ops.ts";
 import type { AnyPolicyDefinition } from "../policy.ts";
 import { type Serving, serve } from "../serve.ts";
 import { takeConnections } from "./intake.ts";
 import {
   COLLECT,
   COLLECTED,
+  COUNTED,
   type CollectedMessage,
   type CollectMessage,
+  type CountedMessage,
   READY,
   RELOAD,
   SHUTDOWN,
@@ -56,7 +60,21 @@ export async function runWorker(policies: readonly AnyPolicyDefinition[]): Promi
   );
   if (process.connected) process.send?.({ type: READY });
   if (stopWhenServing !== undefined) serving.stop(stopWhenServing);
+  const gateway = serving.gateway;
+  const reportPaths = [...reportsOf(policies, config.policies).keys()];
+  const tellCounts = async () => {
+    const message: CountedMessage = {
+      type: COUNTED,
+      metrics: (await gateway.metrics.registry.getMetricsAsJSON()) as unknown as CountedMessage["metrics"],
+      reports: reportPaths.map((path) => [path, gateway.collectReport(path)] as const),
+    };
+    if (process.connected) process.send?.(message);
+  };
+  setInterval(() => void tellCounts().catch(() => {}), COUNT_INTERVAL_MS).unref();
 }
+
+/** How often a worker tells the primary what it counted: what a worker killed outright loses at most. */
+const COUNT_INTERVAL_MS = 1000;
 
 async function answerCollect(message: CollectMessage, serving: Serving | undefined): Promise<void> {
   let reply: CollectedMessage;

@@ -1,5 +1,6 @@
 // Workers that die (SIGKILL, as the OOM killer or an operator does it): every connection a client
-// opens is answered or closed, and the port stays open while the primary lives.
+// opens is answered or closed, the port stays open while the primary lives, and /deprecations
+// keeps what a dead worker counted.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { contractAnswer } from "../fixtures/contract-answer.ts";
@@ -162,6 +163,41 @@ describe("WORKERS=2, a worker killed while connections arrive", () => {
     await eventually("the slow client closed", () => slow.closedAt !== undefined, 6000);
     assert.match(slow.received, /^HTTP\/1\.1 408 /);
     assert.ok((slow.closedAt as number) - slow.openedAt < 4000);
+  });
+
+  test("/deprecations keeps the calls a killed worker served, with no scrape before the kill", async () => {
+    const countCalls = async () => {
+      const answer = await request(`${gateway.opsUrl}/deprecations`);
+      assert.equal(answer.status, 200);
+      const report = answer.json<{ operations: { operation: string; calls: number }[] }>();
+      return report.operations.find((operation) => operation.operation === "getPet")?.calls ?? 0;
+    };
+    const before = await countCalls();
+    const CALLS = 16;
+    // Each on its own connection: the primary spreads them over both workers.
+    for (let i = 0; i < CALLS; i += 4) {
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, () => request(`${gateway.origin}/v1/pets/1`, { key })),
+      );
+      assert.ok(answers.every((answer) => answer.status === 200));
+    }
+    const servedBy = new Set(
+      gateway.lines
+        .filter((line) => line.msg === "deprecated call")
+        .slice(-CALLS)
+        .map((line) => line.pid),
+    );
+    assert.equal(servedBy.size, 2, "both workers served deprecated calls");
+    // What a worker counted reaches the primary within a second, unasked.
+    await new Promise((done) => setTimeout(done, 1500));
+    const victims = liveWorkers(gateway);
+    for (const victim of victims) process.kill(victim, "SIGKILL");
+    await eventually(
+      "two new workers listening",
+      () => (liveWorkers(gateway).filter((pid) => !victims.includes(pid)).length === 2 ? true : undefined),
+      20_000,
+    );
+    assert.equal(await countCalls(), before + CALLS);
   });
 });
 
