@@ -46,6 +46,8 @@ export interface Gateway {
   isReady(): boolean;
   /** Refuses the request behind a response Node found broken after the handler started (false: could not). */
   refuse(res: ServerResponse, code: ErrorCode): boolean;
+  /** At the shutdown deadline: answers the request 503 SHUTTING_DOWN, or cuts an answer under way. */
+  endAtDeadline(res: ServerResponse): void;
   /** Every policy reloads what it loaded at start (the key file); resolves when all are done. */
   reload(why: string): Promise<void>;
   /** Readiness goes false and every answer from now on carries Connection: close. */
@@ -130,6 +132,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     collectReport,
     isReady,
     refuse: (res, code) => pipeline.refuse(res, gatewayError(code)),
+    endAtDeadline: (res) => pipeline.endAtDeadline(res),
     async reload(why) {
       // Isolated like a phase: a policy whose reload fails keeps what it had, and says so.
       await Promise.all(

@@ -3,12 +3,13 @@
 // being served through the drain delay, then in-flight ones complete, and the logs are flushed
 // before the process exits, since they are the record of deprecated calls.
 import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import type { Intake } from "./cluster/intake.ts";
 import type { GatewayConfig } from "./config-schema.ts";
 import { buildGateway, type Gateway } from "./gateway.ts";
 import { listen } from "./listen.ts";
 import type { LoggerHandle } from "./logger.ts";
+import { pendingResponse } from "./node-internals.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
 import { shutdownOnSignals } from "./shutdown.ts";
 
@@ -59,6 +60,13 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     intake === undefined && listen(server, config, "public"),
     options.ops && listen(opsServer, config, "ops"),
   ]);
+  let exitCode = 0;
+  // The connections open now: at the deadline, each request still on one is answered or cut, and logged.
+  const open = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    open.add(socket);
+    socket.once("close", () => open.delete(socket));
+  });
 
   const stop = shutdownOnSignals({
     log: options.log,
@@ -72,7 +80,8 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
         // a connection already handed to this process (by the kernel, or by a cluster primary)
         // would be refused and reset. Let this turn's I/O in first, then stop accepting.
         setImmediate(() => {
-          const stopped = () => void closeAndExit(options.ops ? opsServer : undefined, gateway, options, 0);
+          const stopped = () =>
+            void closeAndExit(options.ops ? opsServer : undefined, gateway, options, exitCode);
           if (intake) {
             intake.close(stopped);
             server.close();
@@ -81,7 +90,22 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
         });
       }, config.server.shutdownDrainMs).unref();
     },
-    onDeadline: () => logger.warn("shutdown deadline reached; exiting with requests still open"),
+    async onDeadline() {
+      // Closing what is left below may complete the drain: that exit says the deadline was hit too.
+      exitCode = 1;
+      logger.warn({ connections: open.size }, "shutdown deadline reached; exiting with requests still open");
+      // A request whose answer has not started is answered 503 SHUTTING_DOWN; one under way is
+      // cut. Either way its response closes, and with it comes its access line: the process
+      // exits once every connection has closed (or a moment later, come what may).
+      for (const socket of open) {
+        const res = pendingResponse(socket);
+        if (res) gateway.endAtDeadline(res);
+        else socket.destroy();
+      }
+      await allClosed(open, DEADLINE_ANSWER_MS);
+      for (const socket of open) socket.destroy();
+      await allClosed(open, DEADLINE_ANSWER_MS);
+    },
   });
   // A cluster primary passes its SIGHUP on as a message (runWorker); one sent to a worker itself
   // reloads that worker, where Node's default would end it.
@@ -94,6 +118,28 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     opsPort: options.ops ? (opsServer.address() as AddressInfo).port : undefined,
     stop,
   };
+}
+
+/** At the deadline, how long an answer written to a request still open may take to go out. */
+const DEADLINE_ANSWER_MS = 500;
+
+/** Resolves once every socket in the set has closed, or after `timeoutMs`. */
+function allClosed(open: Set<Socket>, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    let left = open.size;
+    if (left === 0) {
+      clearTimeout(timer);
+      return resolve();
+    }
+    for (const socket of open) {
+      socket.once("close", () => {
+        if (--left > 0) return;
+        clearTimeout(timer);
+        resolve();
+      });
+    }
+  });
 }
 
 /**

@@ -13,8 +13,11 @@ export interface ShutdownPlan {
   fields(): Record<string, unknown>;
   /** The first step; the process exits by itself once what it started completes. */
   begin(): void;
-  /** At the deadline, before exiting: say what is still open, end it (a primary kills its workers). */
-  onDeadline(): void;
+  /**
+   * At the deadline, before exiting 1: say what is still open and end it (a process answers or
+   * cuts its requests and logs them; a primary kills its workers). Awaited when it returns a promise.
+   */
+  onDeadline(): void | Promise<void>;
   /** On a second signal, before exiting (a primary passes the signal on to its workers). */
   onSecondSignal?(signal: NodeJS.Signals): void;
 }
@@ -31,10 +34,13 @@ export function shutdownOnSignals(plan: ShutdownPlan): (why: string) => void {
     if (stopping) return;
     stopping = true;
     logger.info({ why, ...plan.fields() }, "shutting down");
-    const deadline = setTimeout(() => {
-      plan.onDeadline();
-      flush();
-      process.exit(1);
+    const deadline = setTimeout(async () => {
+      try {
+        await plan.onDeadline();
+      } finally {
+        flush();
+        process.exit(1);
+      }
     }, plan.deadlineMs);
     deadline.unref();
     plan.begin();

@@ -178,6 +178,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     collection.retire(slot.parts);
     const pid = worker.process.pid;
     if (stopping) {
+      // A worker that hit its own deadline (or died) while draining: the group did not stop cleanly.
+      if (code !== 0) exitCode = 1;
       if (live().length === 0) void finish();
       return;
     }

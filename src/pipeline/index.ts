@@ -54,6 +54,11 @@ export interface Pipeline {
    * reply and observe steps and closes the connection. False when nothing can be written.
    */
   refuse(res: ServerResponse, error: GatewayError): boolean;
+  /**
+   * The shutdown deadline: a request whose answer has not started is answered 503 SHUTTING_DOWN,
+   * one under way is cut (its access line says cutAtDeadline). Either way its 'close' logs it.
+   */
+  endAtDeadline(res: ServerResponse): void;
   /** From now on every answer carries Connection: close. */
   drain(): void;
   close(): void;
@@ -224,6 +229,14 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       if (!exchange || exchange.finished || res.headersSent || !res.writable) return false;
       reject(exchange, error, true);
       return true;
+    },
+    endAtDeadline(res) {
+      const exchange = exchangeOf(res);
+      if (exchange && !exchange.finished && !res.headersSent && res.writable) {
+        return reject(exchange, gatewayError("SHUTTING_DOWN"), true);
+      }
+      if (exchange && !exchange.finished) exchange.notes.cutAtDeadline = true;
+      res.socket?.destroy();
     },
     drain() {
       draining = true;

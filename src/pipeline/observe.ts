@@ -78,8 +78,10 @@ export function createObserve(
     let status = this.statusCode;
     if (!this.writableFinished) {
       exchange.notes.aborted = true;
-      // Cut mid-answer: by the backend (a fault, counted as 502) or by the client (499).
-      status = this.headersSent && exchange.notes.upstreamFault !== undefined ? 502 : 499;
+      // Cut mid-answer: by the shutdown deadline (the status the client was getting), by the
+      // backend (a fault, counted as 502) or by the client (499).
+      if (exchange.notes.cutAtDeadline === true) status = this.headersSent ? this.statusCode : 503;
+      else status = this.headersSent && exchange.notes.upstreamFault !== undefined ? 502 : 499;
     }
     observe(exchange, status);
   };

@@ -178,13 +178,13 @@ describe("graceful shutdown of the gateway process", () => {
     assert.ok((await hanging) instanceof Error, "the hanging request was cut, not answered");
   });
 
-  test("requests still open at the deadline do not keep the process alive", async () => {
+  test("requests still open at the deadline do not keep the process alive: each is answered 503 and logged", async () => {
     const gw = await spawnGateway(backend.url, {
       server: { shutdownDrainMs: 200, shutdownTimeoutMs: 1500 },
       upstream: { timeoutMs: 20_000 },
     });
     const seen = backend.requests.length;
-    void get(`${gw.url}/pets/6`);
+    const hanging = get(`${gw.url}/pets/6`);
     await eventually("the hanging request at the backend", () => backend.requests.length > seen);
     const signalledAt = performance.now();
     gw.child.kill("SIGTERM");
@@ -197,6 +197,15 @@ describe("graceful shutdown of the gateway process", () => {
     assert.ok(
       gw.lines.some((line) => line.msg === "shutdown deadline reached; exiting with requests still open"),
     );
+    // The request the deadline ended was answered, not cut, and has its access line.
+    const answer = await hanging;
+    assert.ok(!(answer instanceof Error), "the request was answered");
+    assert.equal(answer.status, 503);
+    assert.equal(JSON.parse(answer.body).code, "SHUTTING_DOWN");
+    assert.equal(answer.headers.connection, "close");
+    const line = gw.lines.find((l) => l.msg === "request" && l.path === "/v1/pets/6");
+    assert.equal(line?.status, 503);
+    assert.equal(line?.code, "SHUTTING_DOWN");
   });
 });
 

@@ -1,6 +1,7 @@
-// Workers that die (SIGKILL, as the OOM killer or an operator does it): every connection a client
-// opens is answered or closed, the port stays open while the primary lives, and /deprecations
-// keeps what a dead worker counted.
+// Workers that die (SIGKILL, as the OOM killer or an operator does it) and a group shutdown that
+// hits its deadline: every connection a client opens is answered or closed, the port stays open
+// while the primary lives, /deprecations keeps what a dead worker counted, and the deadline exits 1
+// with an access line for each request it cut.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { contractAnswer } from "../fixtures/contract-answer.ts";
@@ -206,3 +207,26 @@ function tally503(statuses: readonly number[]): Record<string, number> {
   for (const status of statuses) counts[status] = (counts[status] ?? 0) + 1;
   return counts;
 }
+
+describe("WORKERS=2, a shutdown that hits its deadline", () => {
+  test("exits 1, and the request it cut has its access line", async () => {
+    const gateway = await startGroup({ shutdownDrainMs: 200, shutdownTimeoutMs: 1500 });
+    try {
+      await twoListening(gateway);
+      const seen = backend.requests.length;
+      const hanging = rawExchange(gateway.port, GET.replace("/v1/pets", "/v1/pets/6"), { waitMs: 10_000 });
+      await eventually("the hanging request at the backend", () => backend.requests.length > seen);
+      gateway.child.kill("SIGTERM");
+      assert.equal(await gateway.exited, 1);
+      const outcome = await hanging;
+      assert.notEqual(fateOf(outcome), "hanging");
+      const line = gateway.lines.find((l) => l.msg === "request" && l.path === "/v1/pets/6");
+      assert.ok(line, "the cut request has its access line");
+      assert.equal(line.status, 503);
+      assert.equal(line.code, "SHUTTING_DOWN");
+      assert.equal(outcome.responses[0]?.status, 503);
+    } finally {
+      if (gateway.child.exitCode === null) await gateway.stop("SIGKILL");
+    }
+  });
+});
