@@ -29,6 +29,7 @@ export interface GatewayConfig {
   };
   readonly server: {
     readonly keepAliveTimeoutMs: number;
+    readonly opsKeepAliveTimeoutMs: number;
     readonly headersTimeoutMs: number;
     readonly requestTimeoutMs: number;
     readonly maxRequestBodyBytes: number;
@@ -165,6 +166,12 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
           default: 75_000,
           description: "Client keep-alive; above the 60 s idle timeout of common load balancers",
         },
+        opsKeepAliveTimeoutMs: {
+          ...MILLISECONDS,
+          default: 5000,
+          description:
+            "Keep-alive on the ops port: probes and scrapes come seconds apart, and an idle connection there only holds one of `server.maxOpsConnections`",
+        },
         headersTimeoutMs: {
           ...MILLISECONDS,
           default: 10_000,
@@ -216,7 +223,7 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
           minimum: 1,
           default: 64,
           description:
-            "Connections to the ops port, which has the public port's timeouts too: a kubelet's probes, a few scrapers and the image's health check need a handful",
+            "Connections to the ops port, which has the public port's timeouts too: a kubelet's probes, a few scrapers and the image's health check need a handful. Past it a newcomer closes the connection idle longest, so a probe is never refused",
         },
         // Addresses and ranges, matched as addresses (src/trusted-proxies.ts); a host name would
         // never match a peer, so the X-Forwarded-For of a real proxy would be dropped.

@@ -8,6 +8,7 @@ import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
 import { createOpsHandler, localOpsSource, reportsOf } from "./ops.ts";
+import { reclaimLeastRecentlyActive } from "./ops-connections.ts";
 import type { NamedPolicy } from "./pipeline/chains.ts";
 import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
 import { answerClientError, answerConnect, answerOpsClientError } from "./pipeline/local-replies.ts";
@@ -193,14 +194,18 @@ export function buildGateway(options: GatewayOptions): BuiltGateway {
 /**
  * The ops server around a handler (not listening): the public port's parser, timeouts and raw
  * answers, with a connection cap of its own, so that what operators probe and scrape holds no
- * more for an unauthenticated client than the public port does.
+ * more for an unauthenticated client than the public port does. The cap reclaims idle
+ * connections instead of refusing (src/ops-connections.ts): a probe always gets an answer.
  */
 export function buildOpsServer(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   limits: GatewayConfig["server"],
 ): http.Server {
-  const server = http.createServer(serverOptions(limits), handler);
-  server.maxConnections = limits.maxOpsConnections;
+  const server = http.createServer(
+    { ...serverOptions(limits), keepAliveTimeout: limits.opsKeepAliveTimeoutMs },
+    handler,
+  );
+  reclaimLeastRecentlyActive(server, limits.maxOpsConnections);
   server.on("clientError", answerOpsClientError);
   return server;
 }
