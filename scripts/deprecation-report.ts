@@ -10,7 +10,11 @@ import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import policies from "../policies/index.ts";
 import { DailyCalls, recordLogLine } from "../policies/lifecycle/deprecation-log-lines.ts";
-import { DEFAULT_QUIET_DAYS, renderDeprecationPage } from "../policies/lifecycle/deprecation-page.ts";
+import {
+  DEFAULT_QUIET_DAYS,
+  pageReport,
+  renderDeprecationPage,
+} from "../policies/lifecycle/deprecation-page.ts";
 import { CallerTally } from "../policies/lifecycle/deprecation-report.ts";
 import { reportToCsv } from "../policies/lifecycle/deprecation-report-formats.ts";
 import lifecycle, { deprecationFacts, readLifecycle } from "../policies/lifecycle/index.ts";
@@ -85,7 +89,7 @@ async function main(): Promise<number> {
   if (format === "html") {
     process.stdout.write(
       renderDeprecationPage({
-        report,
+        report: await pageReport(report, quietDays),
         scope: { kind: "fleet", logLines: lines },
         quietDays,
         ...(daily && { daily: daily.view() }),

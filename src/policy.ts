@@ -90,19 +90,33 @@ export interface OperationPolicy {
  * declared with the policy, so that a cluster primary merges its workers' parts, like /metrics,
  * without running the policy.
  */
-export interface OpsReport<Part = unknown, Options = unknown> {
+export interface OpsReport<Part = unknown, Options = unknown, Prepared = unknown> {
   /** Parts of every process (or just this one) into one. */
   merge(parts: readonly Part[], options: Options): Part;
   /**
-   * Writes the merged report; the query, decoded, carries options such as ?format=csv, and the
-   * request's headers what the client accepts (a browser asks for text/html).
+   * Turns the merged report into what render reads, in slices (src/slices.ts), for a report that
+   * grows with what clients do (a row per caller). The prepared report answers the requests of
+   * the next `reuseForMs` too: a snapshot, so a client asking in a loop does not rebuild it each
+   * time. Without it, render reads the merged report, built for each request.
+   */
+  prepare?(report: Part, options: Options): Promise<PreparedReport<Prepared>>;
+  /**
+   * Writes the merged (or prepared) report; the query, decoded, carries options such as
+   * ?format=csv, and the request's headers what the client accepts (a browser asks for text/html).
+   * Its work must not grow with the report: a large one is paged or cut to its top rows.
    */
   render(
-    report: Part,
+    report: Prepared,
     query: ReadonlyMap<string, string>,
     res: ServerResponse,
     headers: IncomingHttpHeaders,
   ): void;
+}
+
+/** A prepared report, and how long it may answer requests before it is prepared again. */
+export interface PreparedReport<Prepared> {
+  readonly prepared: Prepared;
+  readonly reuseForMs: number;
 }
 
 /** A policy's answer that is not an error (e.g. a CORS preflight): a status and headers, no body. */
@@ -138,7 +152,10 @@ export interface PolicyInstance {
    * for x-consumer) never reaches the backend.
    */
   readonly requestHeaders?: readonly string[];
-  /** This process's part of each of the policy's ops reports (definition.opsReports), by path. */
+  /**
+   * This process's part of each of the policy's ops reports (definition.opsReports), by path; a
+   * promise when the part is built in slices.
+   */
   readonly collectReports?: Readonly<Record<string, () => unknown>>;
   isReady?(): boolean;
   /**

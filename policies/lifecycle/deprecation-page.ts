@@ -7,9 +7,11 @@
 // names, user agents, excerpts) is escaped where it is written, attribute or text alike.
 import { createHash } from "node:crypto";
 import { redactKeys } from "../../src/redaction.ts";
+import { type Slices, slices } from "../../src/slices.ts";
 import { HTML_SPECIAL } from "../../src/untrusted-text.ts";
 import { DAYS_SHOWN, type DailyCallsView } from "./deprecation-log-lines.ts";
 import {
+  byRecency,
   type CallerRow,
   DAY_MS,
   type DeprecationReport,
@@ -18,6 +20,82 @@ import {
 
 /** A consumer whose last call is older than this many days is shown as migrated. */
 export const DEFAULT_QUIET_DAYS = 14;
+/**
+ * The callers the page lists per operation, most recent first; the figures above the lists count
+ * them all. 100,000 callers made a 237.5 MB page: a person reads the top of it, a spreadsheet the rest (CSV).
+ */
+export const PAGE_CALLERS = 100;
+
+/** The PAGE_CALLERS most recent of the rows added, in n log N whatever their order. */
+class MostRecent {
+  count = 0;
+  #held: CallerRow[] = [];
+  add(row: CallerRow): void {
+    this.count++;
+    this.#held.push(row);
+    // Sorted and cut once twice the rows are held.
+    if (this.#held.length >= 2 * PAGE_CALLERS) this.#held = this.rows();
+  }
+  rows(): CallerRow[] {
+    return this.#held.sort(byRecency).slice(0, PAGE_CALLERS);
+  }
+}
+
+/** What the page shows of one operation: its figures over every caller, and the most recent callers. */
+export interface PageOperation extends Omit<OperationReport, "callers"> {
+  /** Callers whose last call is within the quiet days: at most PAGE_CALLERS, most recent first. */
+  readonly calling: readonly CallerRow[];
+  /** The others (migrated): at most PAGE_CALLERS, most recent first. */
+  readonly migrated: readonly CallerRow[];
+  /** How many callers the report holds in each list. */
+  readonly callingCount: number;
+  readonly migratedCount: number;
+  /** The earliest first seen and latest last seen of every caller; undefined without callers. */
+  readonly firstSeen: string | undefined;
+  readonly lastSeen: string | undefined;
+}
+
+/** The report as the page reads it. */
+export interface PageReport {
+  readonly generatedAt: string;
+  readonly operations: readonly PageOperation[];
+}
+
+/**
+ * The page's view of a report: one pass over the callers (in slices when `work` is given, for the
+ * ops port), keeping PAGE_CALLERS of them, so the page and its making stay bounded however many
+ * callers the report holds.
+ */
+export async function pageReport(
+  report: DeprecationReport,
+  quietDays: number,
+  work: Slices = slices(Number.POSITIVE_INFINITY),
+): Promise<PageReport> {
+  const quietSince = Date.parse(report.generatedAt) - quietDays * DAY_MS;
+  const operations: PageOperation[] = [];
+  for (const { callers, ...section } of report.operations) {
+    const calling = new MostRecent();
+    const migrated = new MostRecent();
+    let firstSeen: string | undefined;
+    let lastSeen: string | undefined;
+    for (const row of callers) {
+      (Date.parse(row.lastSeen) < quietSince ? migrated : calling).add(row);
+      if (firstSeen === undefined || row.firstSeen < firstSeen) firstSeen = row.firstSeen;
+      if (lastSeen === undefined || row.lastSeen > lastSeen) lastSeen = row.lastSeen;
+      if (work.due()) await work.next();
+    }
+    operations.push({
+      ...section,
+      calling: calling.rows(),
+      migrated: migrated.rows(),
+      callingCount: calling.count,
+      migratedCount: migrated.count,
+      firstSeen,
+      lastSeen,
+    });
+  }
+  return { generatedAt: report.generatedAt, operations };
+}
 
 // Colours meet WCAG AA on their background in both schemes (text 4.5:1, bars 3:1).
 const STYLE = `
@@ -92,7 +170,7 @@ export interface ViolationFigures {
 }
 
 export interface DeprecationPage {
-  readonly report: DeprecationReport;
+  readonly report: PageReport;
   readonly scope: PageScope;
   /** Consumers quiet for longer than this many days are shown as migrated. */
   readonly quietDays: number;
@@ -146,7 +224,8 @@ function scopeText(page: DeprecationPage): string {
   }
   const instants: string[] = [];
   for (const section of page.report.operations) {
-    for (const row of section.callers) instants.push(row.firstSeen, row.lastSeen);
+    if (section.firstSeen !== undefined) instants.push(section.firstSeen);
+    if (section.lastSeen !== undefined) instants.push(section.lastSeen);
   }
   for (const drift of Object.values(page.violations?.operations ?? {})) {
     for (const entry of drift.recent) instants.push(entry.lastSeen);
@@ -160,18 +239,13 @@ function scopeText(page: DeprecationPage): string {
   return `Fleet-wide, from every replica's logs: ${lines}, calls from ${time(from)} to ${time(to)}.`;
 }
 
-function operationSection(
-  page: DeprecationPage,
-  section: OperationReport,
-  index: number,
-  now: number,
-): string {
-  const quietMs = page.quietDays * DAY_MS;
-  const calling = section.callers.filter((row) => now - Date.parse(row.lastSeen) <= quietMs);
-  const migrated = section.callers.filter((row) => now - Date.parse(row.lastSeen) > quietMs);
+function operationSection(page: DeprecationPage, section: PageOperation, index: number, now: number): string {
+  const { calling, migrated, callingCount } = section;
   const name = section.path === "" ? section.operation : `${section.method} ${section.path}`;
   const id = `operation-${index}`;
   const bars = barsOf(page, section);
+  const shown = (count: number, listed: number) =>
+    listed < count ? `, the ${listed} most recent shown` : "";
   return `<section aria-labelledby="${id}">
 <h2 id="${id}"><code>${escapeHtml(name)}</code> <span class="muted">(${escapeHtml(section.operation)})</span></h2>
 <div class="countdown">
@@ -181,21 +255,25 @@ ${countdown(section)}
 <dt>Sunset</dt><dd>${section.sunset === null ? "none set" : date(section.sunset)}</dd>
 <dt>Successor</dt><dd>${section.successor === null ? "none named" : `<code>${escapeHtml(section.successor)}</code>`}</dd>
 <dt>Calls</dt><dd class="calls">${section.calls}</dd>
-<dt>Still calling</dt><dd class="calling">${calling.length}</dd>
-<dt>Migrated</dt><dd class="migrated-count">${migrated.length}</dd>${
+<dt>Still calling</dt><dd class="calling">${callingCount}</dd>
+<dt>Migrated</dt><dd class="migrated-count">${section.migratedCount}</dd>${
     section.forgottenCallers > 0
       ? `\n<dt>Forgotten callers</dt><dd class="forgotten">${section.forgottenCallers} (dropped to bound memory; the calls above stay exact)</dd>`
       : ""
   }
 </dl>
 </div>
-${periodBar(section, now)}
-${callerTable(`Still calling ${escapeHtml(name)}: ${calling.length} ${plural(calling.length, "consumer")}, most recent call first`, "calling", calling, bars)}
+${periodBar(section, now)}${
+  calling.length < callingCount || migrated.length < section.migratedCount
+    ? `\n<p class="cut">The ${PAGE_CALLERS} most recent consumers of each list are shown; ${page.scope.kind === "fleet" ? "<code>--format csv</code>" : "<code>?format=csv</code>"} has every one.</p>`
+    : ""
+}
+${callerTable(`Still calling ${escapeHtml(name)}: ${callingCount} ${plural(callingCount, "consumer")}${shown(callingCount, calling.length)}, most recent call first`, "calling", calling, bars)}
 ${
-  migrated.length === 0
+  section.migratedCount === 0
     ? `<p class="muted">No consumer has gone quiet for more than ${page.quietDays} ${plural(page.quietDays, "day")} yet.</p>`
     : callerTable(
-        `Migrated: no call for more than ${page.quietDays} ${plural(page.quietDays, "day")}`,
+        `Migrated: no call for more than ${page.quietDays} ${plural(page.quietDays, "day")}${shown(section.migratedCount, migrated.length)}`,
         "migrated",
         migrated,
         bars,
@@ -204,7 +282,7 @@ ${
 </section>`;
 }
 
-function countdown(section: OperationReport): string {
+function countdown(section: PageOperation): string {
   const days = section.daysToSunset;
   if (days === null) return `<p class="days">No sunset date</p>`;
   if (days > 0)
@@ -214,7 +292,7 @@ function countdown(section: OperationReport): string {
 }
 
 /** How much of the way from deprecation to sunset is behind. */
-function periodBar(section: OperationReport, now: number): string {
+function periodBar(section: PageOperation, now: number): string {
   if (section.sunset === null || section.since === null) return "";
   const since = Date.parse(section.since);
   const span = Date.parse(section.sunset) - since;
@@ -233,10 +311,10 @@ interface Bars {
 }
 
 /** Day bars where the calls per day are known, else each consumer's share of the calls. */
-function barsOf(page: DeprecationPage, section: OperationReport): Bars {
+function barsOf(page: DeprecationPage, section: PageOperation): Bars {
   const daily = page.daily;
   if (daily === undefined) {
-    const most = section.callers.reduce((max, row) => Math.max(max, row.calls), 1);
+    const most = [...section.calling, ...section.migrated].reduce((max, row) => Math.max(max, row.calls), 1);
     return {
       heading: "Share of calls",
       cell(row) {

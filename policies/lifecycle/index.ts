@@ -13,7 +13,7 @@ import { definePolicy } from "../../src/policy.ts";
 import { consumerCounters } from "./consumers.ts";
 import { BROWNOUT_HEADER, brownoutWindows, DEPRECATION_HEADERS, deprecationPhases } from "./deprecation.ts";
 import { CallerTally, type DeprecationReport, mergeReports } from "./deprecation-report.ts";
-import { renderReport } from "./deprecation-report-formats.ts";
+import { prepareReport, renderReport } from "./deprecation-report-formats.ts";
 import { errors } from "./errors.ts";
 import { type DeprecationDates, deprecationFacts, readLifecycle } from "./facts.ts";
 import { planLifecycle } from "./plan.ts";
@@ -167,7 +167,7 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
       registers: [registry],
     }),
   }),
-  opsReports: { "/deprecations": { merge: mergeReports, render: renderReport } },
+  opsReports: { "/deprecations": { merge: mergeReports, prepare: prepareReport, render: renderReport } },
   plan: planLifecycle,
   create(options, { api, logger, environment, now }, metrics) {
     const { deprecations, stability } = readLifecycle(api, options.operations);
@@ -238,8 +238,9 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
         };
       },
       collectReports: {
-        "/deprecations": (): DeprecationReport => {
-          const { generatedAt, operations } = tally.report(facts, now());
+        // In slices: a tally of many callers must not hold the loop (the ops port is asked in a loop).
+        "/deprecations": async (): Promise<DeprecationReport> => {
+          const { generatedAt, operations } = await tally.snapshot(facts, now());
           return { generatedAt, countingSince, operations };
         },
       },

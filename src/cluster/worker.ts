@@ -82,7 +82,7 @@ async function answerCollect(message: CollectMessage, serving: Serving | undefin
     let part: unknown;
     if (message.what === "metrics")
       part = serving ? await serving.gateway.metrics.registry.getMetricsAsJSON() : [];
-    else part = serving?.gateway.collectReport(message.path);
+    else part = await serving?.gateway.collectReport(message.path);
     reply = { type: COLLECTED, id: message.id, part };
   } catch (error) {
     reply = { type: COLLECTED, id: message.id, error: String((error as Error)?.message ?? error) };

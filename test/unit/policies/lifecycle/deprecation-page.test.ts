@@ -8,6 +8,7 @@ import { DailyCalls } from "../../../../policies/lifecycle/deprecation-log-lines
 import {
   DEPRECATION_PAGE_CSP,
   escapeHtml,
+  pageReport,
   renderDeprecationPage,
 } from "../../../../policies/lifecycle/deprecation-page.ts";
 import type { DeprecationReport } from "../../../../policies/lifecycle/deprecation-report.ts";
@@ -93,17 +94,17 @@ function daily() {
   return days.view();
 }
 
-const fleetPage = () =>
+const fleetPage = async () =>
   renderDeprecationPage({
-    report,
+    report: await pageReport(report, 14),
     scope: { kind: "fleet", logLines: 42 },
     quietDays: 14,
     daily: daily(),
     violations,
   });
 
-test("hostile consumer names, user agents and excerpts are shown as text, never as markup", () => {
-  const html = fleetPage();
+test("hostile consumer names, user agents and excerpts are shown as text, never as markup", async () => {
+  const html = await fleetPage();
   const { document } = parseHTML(html);
   assert.equal(document.querySelectorAll("script").length, 0);
   assert.equal(document.querySelectorAll("img").length, 0);
@@ -129,14 +130,14 @@ test("hostile consumer names, user agents and excerpts are shown as text, never 
   assert.ok(html.includes("&lt;script&gt;alert(&quot;consumer&quot;)&lt;/script&gt;&amp;amp;&#39;"));
 });
 
-test("a key in a user agent is redacted on the page, by the same rule as everywhere", () => {
-  const { document } = parseHTML(fleetPage());
+test("a key in a user agent is redacted on the page, by the same rule as everywhere", async () => {
+  const { document } = parseHTML(await fleetPage());
   const agents = [...document.querySelectorAll("td.agent")].map((td) => td.textContent);
   assert.equal(agents[1], "curl/8.5 [redacted]");
   assert.equal(agents[2], "(none)");
 });
 
-test("escapeHtml writes the five characters that can end a text or a quoted attribute as references", () => {
+test("escapeHtml writes the five characters that can end a text or a quoted attribute as references", async () => {
   assert.equal(
     escapeHtml(`<a href="x" title='y'>&</a>`),
     "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;",
@@ -144,10 +145,14 @@ test("escapeHtml writes the five characters that can end a text or a quoted attr
   assert.equal(escapeHtml("plain text"), "plain text");
 });
 
-test("the Content-Security-Policy allows exactly the page's style block, by its sha256", () => {
+test("the Content-Security-Policy allows exactly the page's style block, by its sha256", async () => {
   for (const html of [
-    fleetPage(),
-    renderDeprecationPage({ report, scope: { kind: "replica", since: undefined }, quietDays: 14 }),
+    await fleetPage(),
+    renderDeprecationPage({
+      report: await pageReport(report, 14),
+      scope: { kind: "replica", since: undefined },
+      quietDays: 14,
+    }),
   ]) {
     const { document } = parseHTML(html);
     const styles = document.querySelectorAll("style");
@@ -164,8 +169,8 @@ test("the Content-Security-Policy allows exactly the page's style block, by its 
   }
 });
 
-test("the page splits still-calling consumers from migrated ones and draws their calls per day", () => {
-  const { document } = parseHTML(fleetPage());
+test("the page splits still-calling consumers from migrated ones and draws their calls per day", async () => {
+  const { document } = parseHTML(await fleetPage());
   const rows = (table: string) =>
     [...document.querySelectorAll(`table.${table} tbody tr`)].map(
       (tr) => tr.querySelector("th")?.firstChild?.textContent,
@@ -195,9 +200,13 @@ test("the page splits still-calling consumers from migrated ones and draws their
   );
 });
 
-test("the ops page says it covers one replica since it started counting, and draws each one's share", () => {
+test("the ops page says it covers one replica since it started counting, and draws each one's share", async () => {
   const { document } = parseHTML(
-    renderDeprecationPage({ report, scope: { kind: "replica", since: report.countingSince }, quietDays: 14 }),
+    renderDeprecationPage({
+      report: await pageReport(report, 14),
+      scope: { kind: "replica", since: report.countingSince },
+      quietDays: 14,
+    }),
   );
   const scope = document.querySelector(".scope");
   assert.match(scope?.textContent ?? "", /^This replica only, since 2030-11-01 00:00 UTC:/);
@@ -210,7 +219,7 @@ test("the ops page says it covers one replica since it started counting, and dra
   assert.equal(document.querySelector("#violations"), null);
 });
 
-test("an operation deprecated without dates says so, with no countdown and no period bar", () => {
+test("an operation deprecated without dates says so, with no countdown and no period bar", async () => {
   const [section] = report.operations;
   const undated = {
     ...report,
@@ -219,7 +228,11 @@ test("an operation deprecated without dates says so, with no countdown and no pe
     ],
   };
   const { document } = parseHTML(
-    renderDeprecationPage({ report: undated, scope: { kind: "replica", since: undefined }, quietDays: 14 }),
+    renderDeprecationPage({
+      report: await pageReport(undated, 14),
+      scope: { kind: "replica", since: undefined },
+      quietDays: 14,
+    }),
   );
   const dates = [...document.querySelectorAll("dd")].map((dd) => dd.textContent);
   assert.equal(dates[0], "no date set");
