@@ -158,7 +158,7 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
  * Writing a page of a report or the metrics takes a few milliseconds each; many clients asking
  * at once would have them all run in one turn of the loop, which holds the loop for their sum
  * (nine clients hammering /metrics held it 48 ms). Each waits its turn here: at most one starts
- * per phase of the loop, so probes and timers run between them whatever the number of clients.
+ * per turn of the loop, so probes and timers run between them whatever the number of clients.
  */
 function oneHeavyStepPerTurn(): () => Promise<void> {
   let busy = false;
@@ -180,7 +180,8 @@ function oneHeavyStepPerTurn(): () => Promise<void> {
       }
       busy = true;
       resolve();
-      setImmediate(release);
+      // The next one in the next turn, not in this turn's check phase.
+      setImmediate(() => setImmediate(release));
     });
 }
 

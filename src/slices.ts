@@ -4,7 +4,7 @@
 // request may hold the loop at most (docs/security.md).
 import { setImmediate as nextTurn } from "node:timers/promises";
 
-const SLICE_MS = 4;
+const SLICE_MS = 2;
 
 export interface Slices {
   /** Whether the slice's time is spent: then `await next()` before the next item. */
