@@ -1,7 +1,6 @@
 // Loading the gateway configuration: a JSON file plus environment variables, validated once
 // against its schema (config-schema.ts), with defaults filled in, unknown keys refused, the
 // rules between fields checked, and the result frozen.
-import { readFileSync } from "node:fs";
 import type { ValidateFunction } from "ajv";
 import { configSchema, type GatewayConfig } from "./config-schema.ts";
 import { escapePointerToken } from "./json/pointer.ts";
@@ -11,6 +10,7 @@ import { DEFAULT_CONFIG_FILE, fromUserDirectory } from "./project-files.ts";
 import { describeSchemaError } from "./schema-error.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ConfigError } from "./startup-errors.ts";
+import { readTrustedFileSync } from "./trusted-file.ts";
 import { isIpRange } from "./trusted-proxies.ts";
 
 /** Environment variable -> JSON pointer of the config field it sets. */
@@ -40,6 +40,9 @@ export interface LoadConfigOptions {
 }
 
 /** The config file the gateway reads: GATEWAY_CONFIG, else config/gateway.json. */
+/** Far more than any config needs; a file over it is refused before it is parsed. */
+const MAX_CONFIG_BYTES = 1024 * 1024;
+
 export function configFileOf(env: NodeJS.ProcessEnv): string {
   return env.GATEWAY_CONFIG || DEFAULT_CONFIG_FILE;
 }
@@ -49,7 +52,8 @@ export function loadConfig(options: LoadConfigOptions): GatewayConfig {
   const file = configFileOf(env);
   let raw: Record<string, unknown>;
   try {
-    raw = parseJsonText(readFileSync(file, "utf8")) as Record<string, unknown>;
+    const { text } = readTrustedFileSync(file, { maxBytes: MAX_CONFIG_BYTES, name: "the file" });
+    raw = parseJsonText(text) as Record<string, unknown>;
   } catch (error) {
     throw new ConfigError(`config ${file}: ${(error as Error).message}`);
   }

@@ -11,6 +11,7 @@ import { resolve } from "node:path";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { Operation } from "./openapi.ts";
 import { PROJECT_ROOT } from "./project-files.ts";
+import { SLOW_READ_MS, slowFileReads } from "./trusted-file.ts";
 
 /** The operation label of a request the description does not know: one value, never the raw path. */
 export const UNMATCHED = "unmatched";
@@ -89,6 +90,15 @@ export function createMetrics(options: MetricsOptions): Metrics {
       registers,
     }).set(memoryLimit);
   }
+
+  new Gauge({
+    name: "gateway_file_reads_slow",
+    help: `Reads of a file the gateway polls (such as the API key file) pending for more than ${SLOW_READ_MS / 1000} s, now: a hung network or FUSE mount holds them, and polls of that file are skipped until its read returns`,
+    registers,
+    collect() {
+      this.set(slowFileReads());
+    },
+  });
 
   const requestDuration = new Histogram({
     name: "http_server_request_duration_seconds",

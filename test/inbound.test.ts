@@ -37,6 +37,7 @@ import { type Answer, answerOf, request } from "./support/http.ts";
 import { sha256 } from "./support/keys.ts";
 import { type Sample, sampleValue, scrape } from "./support/metrics.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
+import { makeFifo } from "./support/stuck-reads.ts";
 
 // Everything secret this file makes, and everything the gateways said, for the final grep.
 const clearKeys = new Set<string>();
@@ -582,6 +583,31 @@ describe("reloading the key file", () => {
         async () => (await statusWith(gw, afterSwap)) === 200,
       );
       assert.equal(await statusWith(gw, before), 401);
+    } finally {
+      await stop(gw);
+    }
+  });
+
+  test("a key file swapped for a FIFO nobody writes is refused, not waited on; the next regular file is taken", async () => {
+    const kept = newKey("kept");
+    const revoked = newKey("revoked");
+    const file = keysFileWith("fifo-reload.json", [kept, revoked]);
+    const gw = await gatewayFor(backend.url, { keysFile: file, reloadIntervalMs: 100 });
+    try {
+      const fifo = `${file}.fifo`;
+      makeFifo(fifo);
+      renameSync(fifo, file);
+      const failures = () => gw.logs.messages("api key reload failed; keeping the previous keys");
+      const refused = await eventually("the FIFO refused and logged", () => failures()[0]);
+      assert.equal(
+        refused.error,
+        "the file is a FIFO (named pipe), not a regular file: the gateway reads only regular files, which cannot block it",
+      );
+      assert.equal(await statusWith(gw, revoked), 200, "the last good keys are kept");
+      replaceFile(file, keyFileText([kept]));
+      await eventually("the revoked key refused", async () => (await statusWith(gw, revoked)) === 401);
+      assert.equal(await statusWith(gw, kept), 200);
+      assert.equal(failures().length, 1, "the FIFO is reported once, not every poll");
     } finally {
       await stop(gw);
     }

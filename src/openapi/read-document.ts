@@ -1,10 +1,11 @@
-// From a file name to the OpenAPI document as one value: the file read with a size bound, parsed
+// From a file name to the OpenAPI document as one value: the file read as a trusted file is
+// (src/trusted-file.ts: a regular file, with a size bound), parsed
 // as JSON or YAML by what it holds, and the files its $refs name folded into it (bundle-refs.ts).
 // Every failure is one line naming the file and, for a syntax error, the line and column.
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { parseDocument } from "yaml";
 import { duplicateKey } from "../json/duplicate-keys.ts";
 import { parseJsonText } from "../json/syntax-error.ts";
+import { readTrustedFileSync } from "../trusted-file.ts";
 import { bundleExternalRefs } from "./bundle-refs.ts";
 
 /** Larger than any hand-written description; refused before a byte is parsed. */
@@ -33,7 +34,7 @@ export function readApiDocument(file: string): unknown {
  * relative path for a file a $ref names).
  */
 function readDocumentFile(file: string, name: string): unknown {
-  return parseDocumentText(readBounded(file, name), name);
+  return parseDocumentText(readTrustedFileSync(file, { maxBytes: MAX_DOCUMENT_BYTES, name }).text, name);
 }
 
 /** JSON when the text starts as a JSON object does, YAML otherwise (YAML 1.2 also reads JSON, but says less about its errors). */
@@ -80,31 +81,4 @@ function parseYaml(text: string, name: string): unknown {
         : `${name} is not valid YAML: ${reason.slice(0, MAX_REASON_LENGTH)}`,
     );
   }
-}
-
-/** The file's text, or an error when it is larger than MAX_DOCUMENT_BYTES, known before it is parsed. */
-function readBounded(file: string, name: string): string {
-  const fd = openSync(file, "r");
-  try {
-    const size = fstatSync(fd).size;
-    if (size > MAX_DOCUMENT_BYTES) throw new Error(tooLarge(name, size));
-    // Read in chunks to the bound, whatever the size said: a file that grows, or a pipe, stops there too.
-    const chunks: Buffer[] = [];
-    let length = 0;
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(64 * 1024);
-      const read = readSync(fd, chunk, 0, chunk.length, null);
-      if (read === 0) break;
-      chunks.push(chunk.subarray(0, read));
-      length += read;
-      if (length > MAX_DOCUMENT_BYTES) throw new Error(tooLarge(name, length));
-    }
-    return Buffer.concat(chunks, length).toString("utf8");
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function tooLarge(name: string, bytes: number): string {
-  return `${name} is larger than ${MAX_DOCUMENT_BYTES / 1024 / 1024} MB (${bytes} bytes): it is refused before it is parsed`;
 }

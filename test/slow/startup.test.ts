@@ -14,6 +14,7 @@ import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { runProgram } from "../support/processes.ts";
 import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
+import { makeFifo } from "../support/stuck-reads.ts";
 
 /** The gateway program run to its end (runProgram: killed and failed past 30 s), on ports the OS chooses. */
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
@@ -77,6 +78,28 @@ test("a config file that is not JSON, or an OpenAPI description that is neither 
     openapi.stderr,
     /cannot read the OpenAPI description .*openapi\.yaml: the file is not valid YAML: .+ \(line \d+, column \d+\)$/m,
   );
+});
+
+test("a FIFO named as the document, the config or the key file stops start-up at once with one line naming it", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-fifo-"));
+  const fifo = join(dir, "openapi.yaml");
+  makeFifo(fifo);
+  const refusal = "is a FIFO \\(named pipe\\), not a regular file: the gateway reads only regular files";
+  const started = performance.now();
+  const document = await startUp({ OPENAPI_FILE: fifo });
+  assert.ok(performance.now() - started < 10_000, "refused, not waited on");
+  assert.equal(document.code, 1);
+  assert.equal(document.stderr.trim().split("\n").length, 1, document.stderr);
+  assert.match(
+    document.stderr,
+    new RegExp(`^petstore-gateway: cannot read the OpenAPI description ${fifo}: the file ${refusal}`, "m"),
+  );
+  const config = await startUp({ GATEWAY_CONFIG: fifo });
+  assert.equal(config.code, 1);
+  assert.match(config.stderr, new RegExp(`^petstore-gateway: config ${fifo}: the file ${refusal}`, "m"));
+  const keys = await startUp({ API_KEYS_FILE: fifo });
+  assert.equal(keys.code, 1);
+  assert.match(keys.stderr, new RegExp(`^petstore-gateway: API key file ${fifo}: the file ${refusal}`, "m"));
 });
 
 test("npm start and npm test stop at once on a Node older than 22 and say how to get a newer one", (t) => {

@@ -12,6 +12,7 @@ test("the core registers the HTTP histograms, rejections, overhead and upstream-
   const { registry } = createMetrics({ defaultMetrics: false });
   assert.deepEqual(names(registry.getMetricsAsArray()), [
     "gateway_build_info",
+    "gateway_file_reads_slow",
     "gateway_overhead_seconds",
     "gateway_rejections_total",
     "gateway_upstream_up",
