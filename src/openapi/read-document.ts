@@ -7,6 +7,7 @@ import { duplicateKey } from "../json/duplicate-keys.ts";
 import { parseJsonText } from "../json/syntax-error.ts";
 import { readTrustedFileSync } from "../trusted-file.ts";
 import { bundleExternalRefs } from "./bundle-refs.ts";
+import { checkDocumentCost, checkExpandedSize } from "./document-cost.ts";
 
 /** Larger than any hand-written description; refused before a byte is parsed. */
 export const MAX_DOCUMENT_BYTES = 5 * 1024 * 1024;
@@ -26,6 +27,7 @@ export function readApiDocument(file: string): unknown {
     const holds = document === null ? "null" : Array.isArray(document) ? "a list" : `a ${typeof document}`;
     throw new Error(`the file holds ${holds}, not an OpenAPI document (a YAML or JSON object)`);
   }
+  checkDocumentCost(document as Record<string, unknown>);
   return document;
 }
 
@@ -34,7 +36,13 @@ export function readApiDocument(file: string): unknown {
  * relative path for a file a $ref names).
  */
 function readDocumentFile(file: string, name: string): unknown {
-  return parseDocumentText(readTrustedFileSync(file, { maxBytes: MAX_DOCUMENT_BYTES, name }).text, name);
+  const value = parseDocumentText(
+    readTrustedFileSync(file, { maxBytes: MAX_DOCUMENT_BYTES, name }).text,
+    name,
+  );
+  // Before the bundle walks it: the walk copies what an alias names once per alias.
+  checkExpandedSize(value, name);
+  return value;
 }
 
 /** JSON when the text starts as a JSON object does, YAML otherwise (YAML 1.2 also reads JSON, but says less about its errors). */
