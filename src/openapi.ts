@@ -21,6 +21,7 @@ import { pageSizeOf } from "./openapi/page-size.ts";
 import { patternPointers } from "./openapi/pattern-pointers.ts";
 import { readApiDocument } from "./openapi/read-document.ts";
 import { securityOf } from "./openapi-security.ts";
+import { distinctTemplates, parseTemplate } from "./route-template.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ApiDescriptionError } from "./startup-errors.ts";
 
@@ -112,6 +113,8 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
   const paths = asObject(document.paths, "paths") ?? {};
   for (const [path, pathItemValue] of Object.entries(paths)) {
     if (!path.startsWith("/")) throw new Error(`paths: "${path}" must start with /`);
+    // A segment the router could not match as written stops here, before its parameters are read.
+    parseTemplate(path);
     const pathItem = resolve(pathItemValue, `paths.${path}`) ?? {};
     const sharedParameters = (pathItem.parameters as Json[] | undefined) ?? [];
     for (const method of HTTP_METHODS) {
@@ -237,6 +240,8 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
     }
   }
   if (operations.length === 0) throw new Error("paths: the description declares no operation");
+  // Two paths that are one template: the router could not tell which one a request means.
+  distinctTemplates(operations);
   const errorSchema = schemas.Error;
   if (errorSchema === undefined)
     throw new Error("components.schemas.Error is required (the gateway's error bodies)");

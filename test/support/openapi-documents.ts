@@ -96,3 +96,43 @@ export function loadDocument(document: unknown, name = "openapi.json"): ApiDescr
   const folder = writeDocumentFiles({ [name]: document });
   return loadApiDescription(join(folder, name));
 }
+
+/** An operation of pathsDocument: its id, and its own `security` when it has one. */
+export interface PathOperation {
+  readonly operationId: string;
+  readonly security?: unknown;
+}
+
+/**
+ * A document with just these paths and operations (path -> method -> operation), each `{name}`
+ * declared as a string path parameter, served at /v1; security as each operation says, with a
+ * bearer scheme declared.
+ */
+export function pathsDocument(
+  paths: Readonly<Record<string, Readonly<Record<string, PathOperation>>>>,
+): Record<string, unknown> {
+  const document = minimalDocument();
+  document.paths = Object.fromEntries(
+    Object.entries(paths).map(([path, operations]) => [
+      path,
+      {
+        parameters: (path.match(/\{[^{}]+\}/g) ?? []).map((name) => ({
+          name: name.slice(1, -1),
+          in: "path",
+          required: true,
+          schema: { type: "string" },
+        })),
+        ...Object.fromEntries(
+          Object.entries(operations).map(([method, operation]) => [
+            method,
+            { ...operation, responses: { "200": { description: "the answer" } } },
+          ]),
+        ),
+      },
+    ]),
+  );
+  (document.components as Record<string, unknown>).securitySchemes = {
+    bearer: { type: "http", scheme: "bearer" },
+  };
+  return document;
+}
