@@ -21,7 +21,8 @@ import { pageSizeOf } from "./openapi/page-size.ts";
 import { patternPointers } from "./openapi/pattern-pointers.ts";
 import { readApiDocument } from "./openapi/read-document.ts";
 import { securityOf } from "./openapi-security.ts";
-import { distinctTemplates, parseTemplate } from "./route-template.ts";
+import { refuseSecurityOverlaps } from "./route-overlaps.ts";
+import { parseTemplate } from "./route-template.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ApiDescriptionError } from "./startup-errors.ts";
 
@@ -240,8 +241,8 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
     }
   }
   if (operations.length === 0) throw new Error("paths: the description declares no operation");
-  // Two paths that are one template: the router could not tell which one a request means.
-  distinctTemplates(operations);
+  // Paths that are one template, or that can match one request with different security.
+  refuseSecurityOverlaps(operations);
   const errorSchema = schemas.Error;
   if (errorSchema === undefined)
     throw new Error("components.schemas.Error is required (the gateway's error bodies)");

@@ -7,6 +7,7 @@ import type { GatewayConfig } from "./config-schema.ts";
 import { PAGE_SIZE_EXTENSION } from "./openapi/page-size.ts";
 import { type ApiDescription, loadApiDescription, type Operation, type ParameterSpec } from "./openapi.ts";
 import type { AnyPolicyDefinition, PlanContext, PlanWarning } from "./policy.ts";
+import { routeOverlaps } from "./route-overlaps.ts";
 import { describeSchema } from "./schema-brief.ts";
 import { ConfigError, StartupError } from "./startup-errors.ts";
 import { chooseUpstream, shownUpstream } from "./upstream-choice.ts";
@@ -209,6 +210,24 @@ function coreWarnings(api: ApiDescription): GatewayPlan["warnings"] {
       warning: "page-size-not-inferred",
       message: `page size not inferred, so not clamped nor held to: ${missed.map(({ id, reason }) => `${id} (${reason})`).join(", ")}`,
       operations: missed.map(({ id }) => id),
+      policy: undefined,
+    });
+  }
+  // The loader refused the pairs whose security differs: these need the same key either way.
+  const overlaps = routeOverlaps(api.operations);
+  if (overlaps.length > 0) {
+    const named = overlaps.map(
+      ({ first, second, example }) => `${first.path} and ${second.path} (${example})`,
+    );
+    const concerned = new Set(
+      overlaps.flatMap(({ first, second }) => [...first.byMethod.values(), ...second.byMethod.values()]),
+    );
+    warnings.push({
+      warning: "paths-overlap",
+      message: `templated paths that can match one request are routed literal segment first, which a backend that takes the first declared route does not do (their security is the same): ${named.join(", ")}`,
+      operations: api.operations
+        .filter((operation) => concerned.has(operation))
+        .map((operation) => operation.id),
       policy: undefined,
     });
   }
