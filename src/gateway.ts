@@ -109,7 +109,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     gatewayStatuses: Object.values(catalogue).map((entry) => entry.status),
   });
   let draining = false;
-  const isReady = () => !draining && instances.every((instance) => instance.isReady?.() ?? true);
+  const isReady = () => !draining;
   const collectors = new Map<string, () => unknown>();
   for (const instance of instances) {
     for (const [path, collect] of Object.entries(instance.collectReports ?? {}))

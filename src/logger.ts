@@ -13,13 +13,14 @@ const REDACT = [
 const CENSOR = "[redacted]";
 
 /**
- * A child for log lines whose fields are all strings, numbers or booleans (the access line):
- * there, key material could only sit in a top-level authorization field. The wildcard path
+ * A child for log lines whose fields are all strings, numbers or booleans (the access line), but
+ * for the one object of the policies' notes, itself flat: there, key material could only sit in
+ * an authorization field at the top or among the notes. The wildcard path
  * above makes pino run its redactor over every field of every line, a large share of the cost
  * of a line written for every request; on a flat line it can never match anything.
  */
 export function flatLineLogger(logger: Logger): Logger {
-  return logger.child({}, { redact: { paths: ["authorization"], censor: CENSOR } });
+  return logger.child({}, { redact: { paths: ["authorization", "notes.authorization"], censor: CENSOR } });
 }
 
 export interface LoggerHandle {

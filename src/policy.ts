@@ -2,7 +2,7 @@
 // for each operation of the description either nothing (it does not apply) or a few phase
 // functions. A phase returns undefined to continue or a GatewayError to stop the chain.
 
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { JSONSchemaType } from "ajv";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
@@ -11,14 +11,17 @@ import type { ApiDescription, Operation } from "./openapi.ts";
 
 /**
  * One request on its way through the gateway, as a policy sees it: what the core established,
- * read-only, and the few things a policy may set, each through its own setter. The core's own
- * bookkeeping (the rejection, the backend's timings, whether the answer is finished) is not here.
- * Node's request itself stays reachable (`req.headers`): a policy may rewrite a header for the
- * backend, as auth does with the consumer header.
+ * read-only, and the few things a policy may set, each through its own setter. Node's request
+ * and response are not here: a policy reads the request's method and headers, changes what the
+ * backend gets only through setUpstreamHeader and setQueryParameter, and answers only by
+ * returning an error or a reply. The core's own bookkeeping (the rejection, the backend's
+ * timings, whether the answer is finished) is not here either.
  */
 export interface Exchange {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+  /** The request method, upper case as the client sent it. */
+  readonly method: string;
+  /** The request's headers (lower-case names), as the backend will get them so far. */
+  readonly headers: Readonly<IncomingHttpHeaders>;
   /** The request target as the client sent it (req.url is rewritten for the backend). */
   readonly url: string;
   readonly requestId: string;
@@ -37,8 +40,17 @@ export interface Exchange {
   readonly body: Buffer | undefined;
   /** Headers added to whatever answer the client receives: a policy adds its own. */
   readonly responseHeaders: Record<string, string>;
-  /** Facts for the access log line (e.g. a limit adjustment), flat and small: a policy adds its own. */
+  /**
+   * Facts for the access log line (e.g. a limit adjustment), flat and small: a policy adds its
+   * own. They are written under `notes` in the line, never beside the core's fields, so a note
+   * can never replace the status or the consumer.
+   */
   readonly notes: Record<string, string | number | boolean>;
+  /**
+   * Sets a request header for the backend (lower-case name), or removes it with undefined: how a
+   * policy says who the consumer is or which credential the backend gets.
+   */
+  setUpstreamHeader(name: string, value: string | undefined): void;
   /** Sets a query parameter for the backend: the core then sends the query as the gateway holds it. */
   setQueryParameter(name: string, value: string): void;
   /** Names the authenticated caller (logged, counted, given to later phases). */
@@ -51,7 +63,6 @@ export interface Exchange {
   redact(text: string): string;
 }
 
-/** The backend's answer as the response phase sees it. */
 /** An answer body the gateway holds whole. Only for the phase it is given to: freed once sent. */
 export interface AnswerBody {
   /** In bytes. */
@@ -60,6 +71,7 @@ export interface AnswerBody {
   text(): string;
 }
 
+/** The backend's answer as the response phase sees it. */
 export interface UpstreamAnswer {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
@@ -157,7 +169,6 @@ export interface PolicyInstance {
    * promise when the part is built in slices.
    */
   readonly collectReports?: Readonly<Record<string, () => unknown>>;
-  isReady?(): boolean;
   /**
    * The operator asked for a reload (SIGHUP to the process or to a cluster primary): read again
    * what the policy loaded at create() (a key file). The core calls it; no policy listens to the

@@ -30,7 +30,7 @@ const ABSOLUTE_FORM = [
   "http://x/healthz",
 ];
 
-// A policy with bugs in what the ops port calls: readiness and each part of a report.
+// A policy with bugs in what the ops port calls: each part of a report.
 const BROKEN = new Error("a bug in a policy's ops code");
 const broken = (): never => {
   throw BROKEN;
@@ -52,7 +52,6 @@ const faultyOps = definePolicy({
   },
   create: () => ({
     forOperation: () => undefined,
-    isReady: broken,
     collectReports: {
       "/broken/collect": broken,
       "/broken/render": () => ({}),
@@ -232,7 +231,7 @@ describe("a bug behind an ops endpoint", () => {
   test("answers 500 INTERNAL_ERROR with the Error object and no stack, logs 'ops endpoint failed', and the port goes on", {
     timeout: 20_000,
   }, async () => {
-    for (const path of ["/readyz", "/broken/collect", "/broken/render"]) {
+    for (const path of ["/broken/collect", "/broken/render"]) {
       const answer = await request(`${gw.opsUrl}${path}`);
       assert.equal(answer.status, 500, path);
       const error = answer.json<{ code: string; message: string; status: number }>();

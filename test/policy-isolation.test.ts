@@ -13,8 +13,8 @@ const faulty = definePolicy<Record<string, never>>({
   name: "faulty",
   optionsSchema: { type: "object", additionalProperties: false, required: [], default: {} },
   create: () => {
-    const failIn = (phase: string) => (exchange: { req: { headers: Record<string, unknown> } }) => {
-      if (exchange.req.headers["x-fail"] === phase) throw new Error(`a bug in ${phase}`);
+    const failIn = (phase: string) => (exchange: { headers: Record<string, unknown> }) => {
+      if (exchange.headers["x-fail"] === phase) throw new Error(`a bug in ${phase}`);
       return undefined;
     };
     return {

@@ -3,11 +3,10 @@
 // key is hashed and looked up by its digest in a hash table, so the lookup costs the same for 1
 // key or 100,000, and what its timing could reveal is the digest of the attacker's own guess.
 import { hash } from "node:crypto";
-import type { IncomingHttpHeaders } from "node:http";
 import type { JSONSchemaType } from "ajv";
 import { Counter, Gauge } from "prom-client";
 import { declareErrors } from "../../src/errors.ts";
-import { definePolicy, type OperationPolicy } from "../../src/policy.ts";
+import { definePolicy, type Exchange, type OperationPolicy } from "../../src/policy.ts";
 import { credentialsOf } from "../../src/redaction.ts";
 import { ConfigError } from "../../src/startup-errors.ts";
 import { bearerCredential } from "../../src/untrusted-text.ts";
@@ -177,8 +176,8 @@ export default definePolicy<AuthOptions, AuthMetrics>({
           onRequest(exchange) {
             // Only the gateway says who the consumer is, on a public operation too; and the
             // backend gets the Authorization it gets from every other operation.
-            delete exchange.req.headers[header];
-            setUpstreamAuthorization(exchange.req.headers, mode, upstreamCredential);
+            exchange.setUpstreamHeader(header, undefined);
+            setUpstreamAuthorization(exchange, mode, upstreamCredential);
             return undefined;
           },
         };
@@ -198,10 +197,9 @@ function authenticate(
 ): OperationPolicy {
   return {
     onRequest(exchange) {
-      const headers = exchange.req.headers;
       // Only the gateway says who the consumer is.
-      delete headers[header];
-      const authorization = headers.authorization;
+      exchange.setUpstreamHeader(header, undefined);
+      const authorization = exchange.headers.authorization;
       const key = authorization === undefined ? undefined : bearerCredential(authorization);
       if (key === undefined) {
         exchange.notes.authFailure = authorization === undefined ? "no header" : "not bearer";
@@ -228,8 +226,8 @@ function authenticate(
         return INVALID;
       }
       exchange.identify(entry.consumer);
-      headers[header] = entry.consumer;
-      setUpstreamAuthorization(headers, mode, upstreamCredential);
+      exchange.setUpstreamHeader(header, entry.consumer);
+      setUpstreamAuthorization(exchange, mode, upstreamCredential);
       return undefined;
     },
   };
@@ -237,12 +235,12 @@ function authenticate(
 
 /** The Authorization the backend gets, the same for public operations and keyed ones. */
 function setUpstreamAuthorization(
-  headers: IncomingHttpHeaders,
+  exchange: Exchange,
   mode: AuthOptions["upstreamAuthorization"],
   upstreamCredential: string | undefined,
 ): void {
-  if (mode === "strip") delete headers.authorization;
-  else if (mode === "replace") headers.authorization = upstreamCredential;
+  if (mode === "strip") exchange.setUpstreamHeader("authorization", undefined);
+  else if (mode === "replace") exchange.setUpstreamHeader("authorization", upstreamCredential);
 }
 
 /**

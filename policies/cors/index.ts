@@ -88,14 +88,14 @@ export default definePolicy<CorsOptions>({
 
     return {
       onArrival(exchange): LocalReply | undefined {
-        const { headers } = exchange.req;
+        const { headers } = exchange;
         // The answer depends on Origin: caches must keep one copy per origin.
         if (!anyOrigin) exchange.responseHeaders.vary = "Origin";
         const origin = headers.origin;
         if (origin === undefined || !(anyOrigin || origins.has(origin.toLowerCase()))) return undefined;
         const allowOrigin = anyOrigin ? "*" : origin;
         const requested = headers["access-control-request-method"];
-        if (exchange.req.method === "OPTIONS" && requested !== undefined) {
+        if (exchange.method === "OPTIONS" && requested !== undefined) {
           // Only for an operation that exists: a preflight is no way to probe for others.
           const path = exchange.url.split("?", 1)[0] as string;
           if (router.match(requested, path).kind !== "operation") return undefined;

@@ -85,7 +85,7 @@ export function deprecationPhases(deprecation: Deprecation, setting: Deprecation
       }
       const consumer = exchange.consumer ?? ANONYMOUS;
       // A client that put a key in its User-Agent must not find it in the log or the report.
-      const userAgent = headerText(exchange.req.headers["user-agent"], exchange);
+      const userAgent = headerText(exchange.headers["user-agent"], exchange);
       tally.record(id, consumer, at, userAgent);
       countCall(consumer);
       // The fleet-wide record of who still calls: scripts/deprecation-report.ts reads these lines.

@@ -126,7 +126,7 @@ export default definePolicy<RequestValidationOptions>({
                 return errors.error("INVALID_PARAMETER", `query parameter ${spec.name} is required`);
               }
             }
-            const headers = exchange.req.headers;
+            const headers = exchange.headers;
             const hasBody =
               headers["transfer-encoding"] !== undefined || (headers["content-length"] ?? "0") !== "0";
             if (body === undefined) {
@@ -143,7 +143,7 @@ export default definePolicy<RequestValidationOptions>({
             if (raw === undefined || raw.length === 0) {
               return body.required ? errors.error("INVALID_BODY", "the request body is required") : undefined;
             }
-            const contentType = exchange.req.headers["content-type"] ?? "";
+            const contentType = exchange.headers["content-type"] ?? "";
             const mediaType = mediaTypeOf(contentType);
             // A media type that is not JSON (text/plain, a form) has no schema the gateway can
             // apply: it passes as sent (start-up warned). A wildcard entry checks what is JSON.

@@ -30,7 +30,7 @@ export function judge(
   const declared = plan.statuses[status];
   if (declared === undefined) {
     // A 304 answers the client's own conditional request: HTTP caching, not the interface.
-    if (status === 304 && isConditional(exchange.req.headers)) return undefined;
+    if (status === 304 && isConditional(exchange.headers)) return undefined;
     return [
       {
         rule: "status",

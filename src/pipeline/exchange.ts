@@ -1,7 +1,7 @@
 // One request's exchange, and how handlers shared by every request find it: it rides on the Node
 // objects of its request (the request, the response, the backend's answer), so that no closure
 // is made per request to remember it.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { GatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
 import type { Exchange } from "../policy.ts";
@@ -10,6 +10,13 @@ import type { HeldBody } from "./held-body.ts";
 
 /** The exchange as the core holds it: the policies' view plus the core's own bookkeeping. */
 export interface CoreExchange extends Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /**
+   * The core's own facts for the access line (upstreamFault, aborted, localReply, …), written
+   * beside its fields; the policies' notes go under `notes`.
+   */
+  readonly facts: Record<string, string | number | boolean>;
   operation: Operation | undefined;
   pathParams: Record<string, string>;
   readonly query: Map<string, string>;
@@ -48,6 +55,7 @@ class RequestExchange implements CoreExchange {
   body: Buffer | undefined = undefined;
   readonly responseHeaders: Record<string, string> = {};
   readonly notes: Record<string, string | number | boolean> = {};
+  readonly facts: Record<string, string | number | boolean> = {};
   rejection: GatewayError | undefined = undefined;
   upstreamStartedAt = 0;
   upstreamEndedAt = 0;
@@ -82,6 +90,21 @@ class RequestExchange implements CoreExchange {
     const forwarded = this.req.headers.authorization;
     if (forwarded !== this.clientAuthorization) credentials.push(...credentialsOf(forwarded));
     return redactKeys(text, credentials, this.isKey);
+  }
+
+  get method(): string {
+    return this.req.method ?? "";
+  }
+
+  get headers(): IncomingHttpHeaders {
+    return this.req.headers;
+  }
+
+  // The core forwards the request's own header object: what a policy sets there is what the
+  // backend gets.
+  setUpstreamHeader(name: string, value: string | undefined): void {
+    if (value === undefined) delete this.req.headers[name];
+    else this.req.headers[name] = value;
   }
 
   setQueryParameter(name: string, value: string): void {

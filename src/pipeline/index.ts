@@ -76,7 +76,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     exchange: CoreExchange | undefined,
     error: unknown,
   ) => {
-    if (exchange) exchange.notes.policyFailed = `${policy} ${phase}`;
+    if (exchange) exchange.facts.policyFailed = `${policy} ${phase}`;
     logger.error(
       {
         reqId: exchange?.requestId,
@@ -158,7 +158,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       isCredential,
     );
     // Replacing a known key tells the client it is one: the operator sees that somebody tried.
-    if (credentialAsId) exchange.notes.requestIdReplaced = "credential";
+    if (credentialAsId) exchange.facts.requestIdReplaced = "credential";
     res.once("close", onResponseClose);
     req.on("error", ignoreClientError);
     res.on("error", ignoreClientError);
@@ -235,7 +235,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       if (exchange && !exchange.finished && !res.headersSent && res.writable) {
         return reject(exchange, gatewayError("SHUTTING_DOWN"), true);
       }
-      if (exchange && !exchange.finished) exchange.notes.cutAtDeadline = true;
+      if (exchange && !exchange.finished) exchange.facts.cutAtDeadline = true;
       res.socket?.destroy();
     },
     drain() {

@@ -71,7 +71,7 @@ export function createLocalReplies(
 
     answerLocally(exchange, reply) {
       if (exchange.finished || exchange.res.headersSent) return;
-      exchange.notes.localReply = reply.reason;
+      exchange.facts.localReply = reply.reason;
       const headers: OutgoingHttpHeaders = { ...reply.headers, "content-length": 0 };
       finishHeaders(exchange, undefined, reply.status, headers, isDraining());
       exchange.res.writeHead(reply.status, headers);

@@ -48,7 +48,8 @@ export function createObserve(
       );
       metrics.observeOverhead(operation, seconds - upstreamMs / 1000);
     }
-    // Flat on purpose (see flatLineLogger): a field holding an object would escape redaction.
+    // Flat on purpose (see flatLineLogger), but for the policies' notes: under a name of their
+    // own, a note can never replace a field of the core's.
     accessLog.info(
       {
         reqId: exchange.requestId,
@@ -62,7 +63,8 @@ export function createObserve(
         consumer: exchange.consumer,
         code: rejection?.code,
         reason: rejection?.reason,
-        ...exchange.notes,
+        ...exchange.facts,
+        notes: hasAny(exchange.notes) ? exchange.notes : undefined,
       },
       "request",
     );
@@ -77,14 +79,19 @@ export function createObserve(
     if (exchange.upstreamStartedAt !== 0 && exchange.upstreamEndedAt === 0) abandonUpstream(exchange);
     let status = this.statusCode;
     if (!this.writableFinished) {
-      exchange.notes.aborted = true;
+      exchange.facts.aborted = true;
       // Cut mid-answer: by the shutdown deadline (the status the client was getting), by the
       // backend (a fault, counted as 502) or by the client (499).
-      if (exchange.notes.cutAtDeadline === true) status = this.headersSent ? this.statusCode : 503;
-      else status = this.headersSent && exchange.notes.upstreamFault !== undefined ? 502 : 499;
+      if (exchange.facts.cutAtDeadline === true) status = this.headersSent ? this.statusCode : 503;
+      else status = this.headersSent && exchange.facts.upstreamFault !== undefined ? 502 : 499;
     }
     observe(exchange, status);
   };
+}
+
+function hasAny(record: object): boolean {
+  for (const _ in record) return true;
+  return false;
 }
 
 function round(ms: number): number {

@@ -50,7 +50,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
     if (status < 200 || status > 599) {
       // Not a final HTTP status: nothing a client could rely on.
       response.destroy();
-      exchange.notes.upstreamFault = `status ${status}`;
+      exchange.facts.upstreamFault = `status ${status}`;
       return reject(
         exchange,
         gatewayError("UPSTREAM_UNAVAILABLE", "The backend answered with an invalid status"),
@@ -192,7 +192,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
   }
 
   function onFault(exchange: CoreExchange, fault: UpstreamFault, detail: string): void {
-    exchange.notes.upstreamFault = detail;
+    exchange.facts.upstreamFault = detail;
     if (exchange.res.headersSent) {
       // Mid-body: the client must see a broken answer, never a complete-looking short one.
       exchange.res.destroy();
@@ -225,7 +225,7 @@ function onStreamedResponseError(this: IncomingMessage): void {
   const exchange = exchangeOf(this);
   if (!exchange) return;
   // The answer is already on its way: cut the connection so the client sees it incomplete.
-  exchange.notes.upstreamFault ??= "reset mid-body";
+  exchange.facts.upstreamFault ??= "reset mid-body";
   exchange.res.destroy();
 }
 

@@ -46,6 +46,7 @@ function fakeExchange(request: { method?: string; headers?: Record<string, strin
     body: undefined,
     responseHeaders: {},
     notes: {},
+    facts: {},
     rejection: undefined,
     finished: false,
     // As the gateway's redactor would, for the one key these tests use.
@@ -170,7 +171,7 @@ test("a refusal runs its operation's reply phases; a policy's own answer has non
     "x-content-type-options": "nosniff",
   });
   assert.equal(local.written.body, undefined);
-  assert.equal(local.exchange.notes.localReply, "preflight");
+  assert.equal(local.exchange.facts.localReply, "preflight");
 });
 
 test("every answer carries what policies set, Vary added to, and Connection: close while draining", () => {

@@ -86,8 +86,25 @@ test("a proxied request is counted with its operation, its backend time and the 
   assert.equal(lines[0]?.upstreamMs, 2);
   assert.equal(lines[0]?.upstreamStatus, 200);
   assert.equal(lines[0]?.consumer, "demo");
-  assert.equal(lines[0]?.limitAdjusted, true);
+  assert.deepEqual(lines[0]?.notes, { limitAdjusted: true });
   assert.deepEqual(abandoned, []);
+});
+
+test("a policy's note sits under notes: one named status or consumer never replaces the core's field", () => {
+  const { lines, close, exchange } = setUp();
+  exchange.consumer = "demo";
+  exchange.notes.status = 999;
+  exchange.notes.consumer = "somebody else";
+  close();
+  assert.equal(lines[0]?.status, 200);
+  assert.equal(lines[0]?.consumer, "demo");
+  assert.deepEqual(lines[0]?.notes, { status: 999, consumer: "somebody else" });
+});
+
+test("a line without notes has no notes field", () => {
+  const { lines, close } = setUp();
+  close();
+  assert.equal("notes" in (lines[0] ?? {}), false);
 });
 
 test("an answer cut mid-way is 499 when the client left, 502 when the backend failed, and the backend is let go", () => {
@@ -101,7 +118,7 @@ test("an answer cut mid-way is 499 when the client left, 502 when the backend fa
 
   const failed = setUp();
   failed.res.writableFinished = false;
-  failed.exchange.notes.upstreamFault = "reset mid-body";
+  failed.exchange.facts.upstreamFault = "reset mid-body";
   failed.close();
   assert.equal(failed.lines[0]?.status, 502);
 });

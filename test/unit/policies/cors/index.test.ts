@@ -31,7 +31,7 @@ test("a preflight from a configured origin is answered 204 by the policy, before
   );
   assert.equal(trial.reply?.headers["access-control-max-age"], "600");
   assert.equal(trial.reply?.headers.vary, "Origin");
-  assert.equal(trial.exchange.notes.localReply, "cors preflight");
+  assert.equal(trial.exchange.facts.localReply, "cors preflight");
 });
 
 test("origins compare as browsers send them: scheme and host in any case", async () => {
