@@ -2,7 +2,7 @@
 // headers policies set on the exchange, the request id, nosniff, the operation's reply phases,
 // and Connection: close while the process drains.
 import type { OutgoingHttpHeaders } from "node:http";
-import type { Chain } from "./chains.ts";
+import { type Chain, runReply } from "./chains.ts";
 import { markClosing } from "./connection-state.ts";
 import type { CoreExchange } from "./exchange.ts";
 
@@ -24,7 +24,7 @@ export function finishHeaders(
   }
   headers["x-request-id"] = exchange.requestId;
   headers["x-content-type-options"] = "nosniff";
-  if (chain) for (const phase of chain.reply) phase(exchange, status, headers);
+  if (chain) runReply(chain, exchange, status, headers);
   if (draining) headers.connection = "close";
   // Whatever this connection carries after this answer is not for the gateway to judge.
   if (headers.connection === "close" || !exchange.res.shouldKeepAlive) markClosing(exchange.req.socket);

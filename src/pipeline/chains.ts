@@ -1,6 +1,6 @@
 // Each operation's phases, built once at start-up: the policies' phases in their fixed order on
-// the way in, in reverse on the way out, as layers unwinding; and every phase wrapped so that a
-// policy that throws fails the request it was judging, not the process. Uncaught, one request
+// the way in, in reverse on the way out, as layers unwinding; and the runners that call them, so
+// that a policy that throws fails the request it was judging, not the process. Uncaught, one request
 // reaching a bug in one policy would end every request in flight on the process and, sent again,
 // keep it restarting. A judging phase that throws refuses the request with 500 INTERNAL_ERROR, an
 // answer phase leaves the answer as it was, and the failure is reported for the log. The core's
@@ -22,30 +22,48 @@ export interface NamedPolicy {
 /** Told of every failure: which policy, which phase, the request (when there is one) and what was thrown. */
 export type PolicyFailure = (
   policy: string,
-  phase: string,
+  phase: PhaseName,
   exchange: CoreExchange | undefined,
   error: unknown,
 ) => void;
 
-/** One operation's phases, every one guarded, in the order they run. */
+export type PhaseName =
+  | "onArrival"
+  | "recognizesCredential"
+  | "onRequest"
+  | "onRequestBody"
+  | "onResponse"
+  | "onReply";
+
+type JudgingPhase = (exchange: CoreExchange) => GatewayError | undefined;
+type AnswerPhase = (exchange: CoreExchange, answer: UpstreamAnswer) => GatewayError | undefined;
+type ReplyPhase = (exchange: CoreExchange, status: number, headers: OutgoingHttpHeaders) => void;
+type ArrivalPhase = (exchange: CoreExchange) => GatewayError | LocalReply | undefined;
+
+/** A policy's phase bound to its instance once, at start-up, with the name it is logged under. */
+export interface Step<Phase> {
+  readonly policy: string;
+  readonly run: Phase;
+}
+
+/** One operation's phases, in the order they run; the runners below call them. */
 export interface Chain {
-  readonly request: readonly ((exchange: CoreExchange) => GatewayError | undefined)[];
-  readonly requestBody: readonly ((exchange: CoreExchange) => GatewayError | undefined)[];
-  readonly response: readonly ((
-    exchange: CoreExchange,
-    answer: UpstreamAnswer,
-  ) => GatewayError | undefined)[];
-  readonly reply: readonly ((exchange: CoreExchange, status: number, headers: OutgoingHttpHeaders) => void)[];
+  readonly request: readonly Step<JudgingPhase>[];
+  readonly requestBody: readonly Step<JudgingPhase>[];
+  readonly response: readonly Step<AnswerPhase>[];
+  readonly reply: readonly Step<ReplyPhase>[];
   /** Some response phase reads the body: JSON answers are then buffered up to the cap. */
   readonly readsResponseBody: boolean;
   /** The operation's declared header parameters whose unusual names may pass (request-headers.ts). */
   readonly unusualHeaders: ReadonlySet<string>;
+  readonly failed: PolicyFailure;
 }
 
 /** What runs before routing, for every request, and the credential question asked of a client's request id. */
 export interface ArrivalPhases {
-  readonly arrival: readonly ((exchange: CoreExchange) => GatewayError | LocalReply | undefined)[];
-  readonly isCredential: (value: string) => boolean;
+  readonly arrival: readonly Step<ArrivalPhase>[];
+  readonly credentialCheckers: readonly Step<(value: string) => boolean>[];
+  readonly failed: PolicyFailure;
 }
 
 const POLICY_FAILED: GatewayError = gatewayError("INTERNAL_ERROR");
@@ -61,23 +79,19 @@ export function buildChains(
     ...policies.flatMap(({ instance }) => instance.requestHeaders ?? []),
   ]);
   for (const operation of operations) {
-    const request: Chain["request"][number][] = [];
-    const requestBody: Chain["requestBody"][number][] = [];
-    const response: Chain["response"][number][] = [];
-    const reply: Chain["reply"][number][] = [];
+    const request: Step<JudgingPhase>[] = [];
+    const requestBody: Step<JudgingPhase>[] = [];
+    const response: Step<AnswerPhase>[] = [];
+    const reply: Step<ReplyPhase>[] = [];
     let readsResponseBody = false;
-    for (const { name, instance } of policies) {
+    for (const { name: policy, instance } of policies) {
       const phases = instance.forOperation(operation);
       if (!phases) continue;
-      const onRequest = guard(name, "onRequest", phases, phases.onRequest, failed, POLICY_FAILED);
-      const onRequestBody = guard(name, "onRequestBody", phases, phases.onRequestBody, failed, POLICY_FAILED);
-      const onResponse = guard(name, "onResponse", phases, phases.onResponse, failed, POLICY_FAILED);
-      const onReply = guard(name, "onReply", phases, phases.onReply, failed, undefined);
-      if (onRequest) request.push(onRequest);
-      if (onRequestBody) requestBody.push(onRequestBody);
-      if (onResponse) response.push(onResponse);
-      if (onReply) reply.push(onReply);
-      readsResponseBody ||= phases.readsResponseBody === true && onResponse !== undefined;
+      if (phases.onRequest) request.push({ policy, run: phases.onRequest.bind(phases) });
+      if (phases.onRequestBody) requestBody.push({ policy, run: phases.onRequestBody.bind(phases) });
+      if (phases.onResponse) response.push({ policy, run: phases.onResponse.bind(phases) });
+      if (phases.onReply) reply.push({ policy, run: phases.onReply.bind(phases) });
+      readsResponseBody ||= phases.readsResponseBody === true && phases.onResponse !== undefined;
     }
     chains.set(operation, {
       request,
@@ -86,58 +100,115 @@ export function buildChains(
       reply: reply.reverse(),
       readsResponseBody,
       unusualHeaders: keptUnusualHeaders(operation, owned),
+      failed,
     });
   }
   return chains;
 }
 
 export function buildArrival(policies: readonly NamedPolicy[], failed: PolicyFailure): ArrivalPhases {
-  const arrival: ArrivalPhases["arrival"][number][] = [];
-  const credentialCheckers: ((value: string) => boolean)[] = [];
-  for (const { name, instance } of policies) {
-    const onArrival = guard(name, "onArrival", instance, instance.onArrival, failed, POLICY_FAILED);
-    if (onArrival) arrival.push(onArrival);
-    // One that fails says yes, so the value is not echoed.
-    const recognizes = guard(
-      name,
-      "recognizesCredential",
-      instance,
-      instance.recognizesCredential,
-      failed,
-      true,
-    );
-    if (recognizes) credentialCheckers.push(recognizes);
+  const arrival: Step<ArrivalPhase>[] = [];
+  const credentialCheckers: Step<(value: string) => boolean>[] = [];
+  for (const { name: policy, instance } of policies) {
+    if (instance.onArrival) arrival.push({ policy, run: instance.onArrival.bind(instance) });
+    if (instance.recognizesCredential) {
+      credentialCheckers.push({ policy, run: instance.recognizesCredential.bind(instance) });
+    }
   }
-  return {
-    arrival,
-    isCredential(value) {
-      for (const recognizes of credentialCheckers) if (recognizes(value)) return true;
-      return false;
-    },
-  };
+  return { arrival, credentialCheckers, failed };
 }
 
-/**
- * The phase bound to its owner, answering `failedWith` when it throws. Phases take at most three
- * arguments, passed as they are (no rest array per call); the first is the exchange, but for a
- * credential check.
- */
-function guard<F extends (...args: never[]) => unknown>(
-  policy: string,
-  phaseName: string,
-  owner: object,
-  phase: F | undefined,
-  failed: PolicyFailure,
-  failedWith: ReturnType<F>,
-): F | undefined {
-  if (!phase) return undefined;
-  const bound = phase.bind(owner) as unknown as (a: unknown, b: unknown, c: unknown) => ReturnType<F>;
-  return ((a: unknown, b: unknown, c: unknown) => {
+// The runners. Each catches what a policy's phase throws, so that a bug in one policy fails the
+// request it was judging (500 INTERNAL_ERROR), or leaves an answer as it was, never the process.
+
+/** Every arrival phase, until one answers. */
+export function runArrival(
+  phases: ArrivalPhases,
+  exchange: CoreExchange,
+): GatewayError | LocalReply | undefined {
+  for (const step of phases.arrival) {
     try {
-      return bound(a, b, c);
+      const reply = step.run(exchange);
+      if (reply) return reply;
     } catch (error) {
-      failed(policy, phaseName, typeof a === "object" ? (a as CoreExchange) : undefined, error);
-      return failedWith;
+      phases.failed(step.policy, "onArrival", exchange, error);
+      return POLICY_FAILED;
     }
-  }) as unknown as F;
+  }
+  return undefined;
+}
+
+/** Whether some policy knows the value as a credential; one that fails says yes, so it is never echoed. */
+export function isCredential(phases: ArrivalPhases, value: string): boolean {
+  for (const step of phases.credentialCheckers) {
+    try {
+      if (step.run(value)) return true;
+    } catch (error) {
+      phases.failed(step.policy, "recognizesCredential", undefined, error);
+      return true;
+    }
+  }
+  return false;
+}
+
+/** The request phases (headers, path and query), until one refuses. */
+export function runRequest(chain: Chain, exchange: CoreExchange): GatewayError | undefined {
+  return runJudging(chain, chain.request, "onRequest", exchange);
+}
+
+/** The request-body phases, once the body has been read, until one refuses. */
+export function runRequestBody(chain: Chain, exchange: CoreExchange): GatewayError | undefined {
+  return runJudging(chain, chain.requestBody, "onRequestBody", exchange);
+}
+
+function runJudging(
+  chain: Chain,
+  steps: readonly Step<JudgingPhase>[],
+  phase: "onRequest" | "onRequestBody",
+  exchange: CoreExchange,
+): GatewayError | undefined {
+  for (const step of steps) {
+    try {
+      const error = step.run(exchange);
+      if (error) return error;
+    } catch (error) {
+      chain.failed(step.policy, phase, exchange, error);
+      return POLICY_FAILED;
+    }
+  }
+  return undefined;
+}
+
+/** The response phases on the backend's answer, in reverse order, until one refuses it. */
+export function runResponse(
+  chain: Chain,
+  exchange: CoreExchange,
+  answer: UpstreamAnswer,
+): GatewayError | undefined {
+  for (const step of chain.response) {
+    try {
+      const error = step.run(exchange, answer);
+      if (error) return error;
+    } catch (error) {
+      chain.failed(step.policy, "onResponse", exchange, error);
+      return POLICY_FAILED;
+    }
+  }
+  return undefined;
+}
+
+/** Every reply phase on an answer's headers; one that throws leaves them as they were. */
+export function runReply(
+  chain: Chain,
+  exchange: CoreExchange,
+  status: number,
+  headers: OutgoingHttpHeaders,
+): void {
+  for (const step of chain.reply) {
+    try {
+      step.run(exchange, status, headers);
+    } catch (error) {
+      chain.failed(step.policy, "onReply", exchange, error);
+    }
+  }
 }

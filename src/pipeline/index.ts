@@ -17,7 +17,16 @@ import { createAnswerBudget } from "./answer-budget.ts";
 import { createBasePathHint } from "./base-path-hint.ts";
 import { markExpectingContinue, readBody } from "./body.ts";
 import { canonicalTarget, parseQuery, scrubRequestHeaders, serializeQuery } from "./canonical-request.ts";
-import { buildArrival, buildChains, type Chain, type NamedPolicy } from "./chains.ts";
+import {
+  buildArrival,
+  buildChains,
+  type Chain,
+  isCredential,
+  type NamedPolicy,
+  runArrival,
+  runRequest,
+  runRequestBody,
+} from "./chains.ts";
 import { admitRequest, isClosing, requestEnded, waitTurn } from "./connection-state.ts";
 import type { CoreExchange } from "./exchange.ts";
 import { exchangeOf, newExchange } from "./exchange.ts";
@@ -90,7 +99,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     );
   };
   const chains = buildChains(api.operations, options.policies, policyFailed);
-  const { arrival, isCredential } = buildArrival(options.policies, policyFailed);
+  const arrival = buildArrival(options.policies, policyFailed);
+  const recognizesCredential = (value: string) => isCredential(arrival, value);
   const isTrustedProxy = trustedProxies(config.server.trustedProxies);
   const basePathLength = api.basePath.length;
   const tooLargeMessage = `the request body is over ${config.server.maxRequestBodyBytes} bytes`;
@@ -149,13 +159,13 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     }
     const clientId = clientRequestId(req.headers);
     const credentialAsId =
-      clientId !== undefined && isCredentialAsId(clientId, req.headers.authorization, isCredential);
+      clientId !== undefined && isCredentialAsId(clientId, req.headers.authorization, recognizesCredential);
     const exchange = newExchange(
       req,
       res,
       clientId !== undefined && !credentialAsId ? clientId : randomUUID(),
       clientAddressOf(req, isTrustedProxy),
-      isCredential,
+      recognizesCredential,
     );
     // Replacing a known key tells the client it is one: the operator sees that somebody tried.
     if (credentialAsId) exchange.facts.requestIdReplaced = "credential";
@@ -167,10 +177,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     if (target.refusal !== undefined) return reject(exchange, target.refusal, target.closeConnection);
     const { path, rawQuery } = target;
     scrubRequestHeaders(req.headers);
-    for (const phase of arrival) {
-      const reply = phase(exchange);
-      if (reply) return "code" in reply ? reject(exchange, reply) : answerLocally(exchange, reply);
-    }
+    const reply = runArrival(arrival, exchange);
+    if (reply) return "code" in reply ? reject(exchange, reply) : answerLocally(exchange, reply);
     const badQuery = parseQuery(rawQuery, exchange.query);
     if (badQuery !== undefined) return reject(exchange, badQuery);
     const match = router.match(req.method ?? "", path);
@@ -183,10 +191,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const chain = chains.get(match.operation) as Chain;
     // Before any policy reads them: what a backend could fold onto a header the gateway sets.
     dropUnusualHeaders(req.rawHeaders, req.headers, chain.unusualHeaders);
-    for (const phase of chain.request) {
-      const error = phase(exchange);
-      if (error) return reject(exchange, error);
-    }
+    const refusal = runRequest(chain, exchange);
+    if (refusal) return reject(exchange, refusal);
     // The backend's own base path replaces the public one; http-proxy-3 prepends the target's path.
     req.url = exchange.queryChanged
       ? `${path.slice(basePathLength)}?${serializeQuery(exchange.query)}`
@@ -206,10 +212,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   }
 
   function bodyRead(exchange: CoreExchange, chain: Chain): void {
-    for (const phase of chain.requestBody) {
-      const error = phase(exchange);
-      if (error) return reject(exchange, error);
-    }
+    const refusal = runRequestBody(chain, exchange);
+    if (refusal) return reject(exchange, refusal);
     send(exchange, chain);
   }
 

@@ -5,7 +5,7 @@
 // sent, and a cut answer once something has.
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
-import { type GatewayError, gatewayError } from "../errors.ts";
+import { gatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
 import type { UpstreamAnswer } from "../policy.ts";
 import { type UpstreamFault, upstreamDone } from "../proxy.ts";
@@ -15,7 +15,7 @@ import { finishHeaders } from "./answer-headers.ts";
 import type { BasePathHint } from "./base-path-hint.ts";
 import { freeBufferMemory } from "./buffer-memory.ts";
 import { connectionListed, isHopByHop } from "./canonical-request.ts";
-import type { Chain } from "./chains.ts";
+import { type Chain, runResponse } from "./chains.ts";
 import type { CoreExchange } from "./exchange.ts";
 import { carryExchange, exchangeOf } from "./exchange.ts";
 import { HeldBody } from "./held-body.ts";
@@ -69,7 +69,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       return;
     }
     basePathHint.notice(exchange.operation as Operation, status, response.headers, undefined);
-    const error = runResponsePhases(exchange, chain, {
+    const error = runResponse(chain, exchange, {
       status,
       headers: response.headers,
       body: undefined,
@@ -111,7 +111,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       response.off("data", onData);
       response.off("end", onEnd);
       response.pause();
-      const error = runResponsePhases(exchange, chain, {
+      const error = runResponse(chain, exchange, {
         status: exchange.upstreamStatus,
         headers: response.headers,
         body: undefined,
@@ -143,7 +143,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
         oversized,
         fault,
       };
-      const error = runResponsePhases(exchange, chain, answer);
+      const error = runResponse(chain, exchange, answer);
       if (error) {
         sent.free();
         return reject(exchange, error);
@@ -163,18 +163,6 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
         gatewayError("UPSTREAM_UNAVAILABLE", "The backend closed the connection in the middle of its answer"),
       );
     });
-  }
-
-  function runResponsePhases(
-    exchange: CoreExchange,
-    chain: Chain,
-    answer: UpstreamAnswer,
-  ): GatewayError | undefined {
-    for (const phase of chain.response) {
-      const error = phase(exchange, answer);
-      if (error) return error;
-    }
-    return undefined;
   }
 
   function writeUpstreamHead(

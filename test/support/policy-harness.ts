@@ -38,7 +38,16 @@ import {
   scrubRequestHeaders,
   serializeQuery,
 } from "../../src/pipeline/canonical-request.ts";
-import { buildArrival, buildChains, type Chain } from "../../src/pipeline/chains.ts";
+import {
+  buildArrival,
+  buildChains,
+  type Chain,
+  isCredential,
+  runArrival,
+  runRequest,
+  runRequestBody,
+  runResponse,
+} from "../../src/pipeline/chains.ts";
 import { type CoreExchange, newExchange } from "../../src/pipeline/exchange.ts";
 import { createLocalReplies } from "../../src/pipeline/local-replies.ts";
 import type {
@@ -286,20 +295,24 @@ function runner(
   };
   const named = [{ name, instance }];
   const router: Router = createRouter(api.basePath, api.operations);
-  const { arrival, isCredential } = buildArrival(named, rethrow);
+  const arrival = buildArrival(named, rethrow);
+  const recognizesCredential = (value: string) => isCredential(arrival, value);
   // Headers the policy's reply phases changed, per exchange: the chain holds this policy alone.
   const changedByReply = new WeakMap<CoreExchange, Set<string>>();
   const chains = new Map<Operation, Chain>();
   for (const [operation, chain] of buildChains(api.operations, named, rethrow)) {
     chains.set(operation, {
       ...chain,
-      reply: chain.reply.map((phase) => (exchange, status, headers) => {
-        const before = { ...headers };
-        phase(exchange, status, headers);
-        const changed = changedByReply.get(exchange) ?? new Set<string>();
-        for (const header in headers) if (headers[header] !== before[header]) changed.add(header);
-        changedByReply.set(exchange, changed);
-      }),
+      reply: chain.reply.map((step) => ({
+        policy: step.policy,
+        run: (exchange: CoreExchange, status: number, headers: OutgoingHttpHeaders) => {
+          const before = { ...headers };
+          step.run(exchange, status, headers);
+          const changed = changedByReply.get(exchange) ?? new Set<string>();
+          for (const header in headers) if (headers[header] !== before[header]) changed.add(header);
+          changedByReply.set(exchange, changed);
+        },
+      })),
     });
   }
   const replies = createLocalReplies(
@@ -344,7 +357,7 @@ function runner(
       res as unknown as ServerResponse,
       `harness-${++count}`,
       request.clientAddress ?? "127.0.0.1",
-      isCredential,
+      recognizesCredential,
     );
     const stop = (reply: Answer): Trial => ({
       exchange,
@@ -356,9 +369,8 @@ function runner(
     if (target.refusal !== undefined) return stop(refuse(exchange, target.refusal, false));
     const { path, rawQuery } = target;
     scrubRequestHeaders(req.headers);
-    for (const phase of arrival) {
-      const reply = phase(exchange);
-      if (reply === undefined) continue;
+    const reply = runArrival(arrival, exchange);
+    if (reply !== undefined) {
       if ("code" in reply) return stop(refuse(exchange, reply, true));
       replies.answerLocally(exchange, reply);
       checkDeclared(exchange, Object.keys(reply.headers));
@@ -376,10 +388,8 @@ function runner(
     exchange.operation = match.operation;
     exchange.pathParams = match.pathParams;
     const chain = chains.get(match.operation) as Chain;
-    for (const phase of chain.request) {
-      const error = phase(exchange);
-      if (error) return stop(refuse(exchange, error, true));
-    }
+    const refusal = runRequest(chain, exchange);
+    if (refusal) return stop(refuse(exchange, refusal, true));
     req.url = exchange.queryChanged
       ? `${path.slice(api.basePath.length)}?${serializeQuery(exchange.query)}`
       : exchange.url.slice(api.basePath.length);
@@ -397,10 +407,8 @@ function runner(
         ),
       );
       if (!whole) return stop(refuse(exchange, gatewayError("PAYLOAD_TOO_LARGE"), false, true));
-      for (const phase of chain.requestBody) {
-        const error = phase(exchange);
-        if (error) return stop(refuse(exchange, error, true));
-      }
+      const bodyRefusal = runRequestBody(chain, exchange);
+      if (bodyRefusal) return stop(refuse(exchange, bodyRefusal, true));
     }
     return {
       exchange,
@@ -430,10 +438,8 @@ function runner(
           oversized: backend.oversized === true,
           fault: undefined,
         };
-        for (const phase of chain.response) {
-          const error = phase(exchange, answer);
-          if (error) return refuse(exchange, error, true);
-        }
+        const answerRefusal = runResponse(chain, exchange, answer);
+        if (answerRefusal) return refuse(exchange, answerRefusal, true);
         const out: OutgoingHttpHeaders = { ...headers, "content-length": raw.length };
         finishHeaders(exchange, chain, backend.status, out, false);
         res.writeHead(backend.status, out);

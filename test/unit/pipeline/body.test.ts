@@ -14,6 +14,7 @@ const chain: Chain = {
   reply: [],
   readsResponseBody: false,
   unusualHeaders: new Set(),
+  failed: () => {},
 };
 
 function fakeExchange(headers: Record<string, string> = {}) {

@@ -1,11 +1,21 @@
-// Each operation's phase chains and the guard around every phase, with fake policies and a fake
-// exchange: no server, no request.
+// Each operation's phase chains and the runners that call them (catching what a phase throws),
+// with fake policies and a fake exchange: no server, no request.
 import assert from "node:assert/strict";
 import type { OutgoingHttpHeaders } from "node:http";
 import { test } from "node:test";
 import { gatewayError } from "../../../src/errors.ts";
 import type { Operation } from "../../../src/openapi.ts";
-import { buildArrival, buildChains, type NamedPolicy } from "../../../src/pipeline/chains.ts";
+import {
+  buildArrival,
+  buildChains,
+  isCredential,
+  type NamedPolicy,
+  runArrival,
+  runReply,
+  runRequest,
+  runRequestBody,
+  runResponse,
+} from "../../../src/pipeline/chains.ts";
 import type { CoreExchange } from "../../../src/pipeline/exchange.ts";
 import type { OperationPolicy, UpstreamAnswer } from "../../../src/policy.ts";
 
@@ -45,10 +55,10 @@ test("request phases run in the policies' order, response and reply phases in re
   const policies = [recording("auth", ran), recording("contract", ran), recording("cors", ran)];
   const chain = buildChains([listPets], policies, neverFails).get(listPets);
   assert.ok(chain);
-  for (const phase of chain.request) phase(exchange);
-  for (const phase of chain.requestBody) phase(exchange);
-  for (const phase of chain.response) phase(exchange, answer);
-  for (const phase of chain.reply) phase(exchange, 200, {});
+  runRequest(chain, exchange);
+  runRequestBody(chain, exchange);
+  runResponse(chain, exchange, answer);
+  runReply(chain, exchange, 200, {});
   assert.deepEqual(ran, [
     "auth request",
     "contract request",
@@ -106,13 +116,13 @@ test("a judging phase that throws refuses its request with INTERNAL_ERROR, and i
     listPets,
   );
   assert.ok(chain);
-  const refused = chain.request[0]?.(exchange);
+  const refused = runRequest(chain, exchange);
   assert.equal(refused?.code, "INTERNAL_ERROR");
   assert.equal(refused?.status, 500);
-  assert.equal(chain.response[0]?.(exchange, answer)?.code, "INTERNAL_ERROR");
+  assert.equal(runResponse(chain, exchange, answer)?.code, "INTERNAL_ERROR");
   // A reply phase has nothing to refuse: the answer goes out as it was when the phase threw.
   const headers: OutgoingHttpHeaders = {};
-  assert.equal(chain.reply[0]?.(exchange, 200, headers), undefined);
+  runReply(chain, exchange, 200, headers);
   assert.deepEqual(headers, { "x-half": "written" });
   assert.deepEqual(failures, [
     ["faulty", "onRequest", exchange, boom],
@@ -134,12 +144,14 @@ test("a phase runs with its policy object as this, and a refusal it returns pass
     [{ name: "p", instance: { forOperation: () => phases } }],
     neverFails,
   );
-  assert.equal(chain.get(listPets)?.request[0]?.(exchange), refusal);
+  const built = chain.get(listPets);
+  assert.ok(built);
+  assert.equal(runRequest(built, exchange), refusal);
 });
 
 test("arrival phases run for every request; a credential check that throws counts as a credential", () => {
   const failures: string[] = [];
-  const { arrival, isCredential } = buildArrival(
+  const arrival = buildArrival(
     [
       { name: "cors", instance: { forOperation: () => undefined, onArrival: () => undefined } },
       {
@@ -159,12 +171,11 @@ test("arrival phases run for every request; a credential check that throws count
     (policy, phase, failedExchange) =>
       void failures.push(`${policy} ${phase} ${failedExchange === undefined}`),
   );
-  assert.equal(arrival.length, 2);
-  assert.equal(arrival[0]?.(exchange), undefined);
-  assert.equal((arrival[1]?.(exchange) as { code?: string } | undefined)?.code, "INTERNAL_ERROR");
-  assert.equal(isCredential("k-1"), true);
-  assert.equal(isCredential("other"), false);
+  assert.equal(arrival.arrival.length, 2);
+  assert.equal((runArrival(arrival, exchange) as { code?: string } | undefined)?.code, "INTERNAL_ERROR");
+  assert.equal(isCredential(arrival, "k-1"), true);
+  assert.equal(isCredential(arrival, "other"), false);
   // Not echoed when in doubt; and a string is not taken for the exchange.
-  assert.equal(isCredential("boom"), true);
+  assert.equal(isCredential(arrival, "boom"), true);
   assert.deepEqual(failures, ["keys onArrival false", "keys recognizesCredential true"]);
 });

@@ -14,6 +14,7 @@ const plain: Chain = {
   reply: [],
   readsResponseBody: false,
   unusualHeaders: new Set(),
+  failed: () => {},
 };
 const reading = { ...plain, readsResponseBody: true } as Chain;
 const trusted = trustedProxies(["10.0.0.0/8"]);

@@ -60,12 +60,16 @@ const replyPhases = (name: string): Chain => ({
   requestBody: [],
   response: [],
   reply: [
-    (_exchange, status, headers) => {
-      headers[name] = String(status);
+    {
+      policy: name,
+      run: (_exchange, status, headers) => {
+        headers[name] = String(status);
+      },
     },
   ],
   readsResponseBody: false,
   unusualHeaders: new Set(),
+  failed: () => {},
 });
 
 test("a refusal is the Error object, uncached, with the request id, and it is noted on the exchange", () => {
