@@ -52,7 +52,6 @@ export interface Metrics {
   observeOverhead(operation: string, seconds: number): void;
   /** An answer the gateway gave itself instead of the backend's. */
   observeRejection(operation: string, reason: string, code: string): void;
-  readonly rejections: Counter<"operation" | "reason" | "code">;
   readonly upstreamUp: Gauge;
 }
 
@@ -154,7 +153,6 @@ export function createMetrics(options: MetricsOptions): Metrics {
     observeRejection(operation, reason, code) {
       rejectionChild(operation)(reason)(code).inc();
     },
-    rejections,
     upstreamUp: new Gauge({
       name: "gateway_upstream_up",
       help: "1 when the last attempt to reach the backend connected, 0 when it failed (or none was made yet): a request's, or without traffic the connect probe (at start-up and every upstream.probeIntervalMs)",

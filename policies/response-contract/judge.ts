@@ -25,7 +25,7 @@ export function judge(
 ): Violation[] | undefined {
   const { status } = answer;
   // The backend failing or shedding load is an upstream fault, not drift: it passes through with
-  // its Retry-After, and the core counts it (gateway_upstream_error_responses_total).
+  // its Retry-After, and the core counts it (http_client_request_duration_seconds, by status).
   if (status >= 500 || status === 429) return undefined;
   const declared = plan.statuses[status];
   if (declared === undefined) {
