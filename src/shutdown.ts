@@ -22,10 +22,10 @@ export interface ShutdownPlan {
   onSecondSignal?(signal: NodeJS.Signals): void;
 }
 
-/** Installs the SIGTERM and SIGINT handlers; returns stop(why) for other reasons to stop. */
 /** A repeat of the first signal within this long is the same request to stop. */
 export const REPEATED_SIGNAL_MS = 1000;
 
+/** Installs the SIGTERM and SIGINT handlers; returns stop(why) for other reasons to stop. */
 export function shutdownOnSignals(plan: ShutdownPlan): (why: string) => void {
   const { logger, flush } = plan.log;
   let stopping = false;
