@@ -44,7 +44,7 @@ export { policies };
 export const errorCatalogue: Readonly<Record<string, CatalogueEntry>> = catalogueOf(policies);
 
 /** An error of the catalogue, for a host application that answers in the gateway's own words. */
-export function gatewayError(
+export function catalogueError(
   code: string,
   message?: string,
   headers?: Readonly<Record<string, string>>,

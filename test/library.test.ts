@@ -9,7 +9,7 @@ import {
   createGateway,
   errorCatalogue,
   type Gateway,
-  gatewayError,
+  catalogueError,
   policies,
   validateConfig,
 } from "../src/index.ts";
@@ -61,7 +61,7 @@ test("the gateway mounts as a handler on another Node HTTP server", async () => 
 
 test("every error body of the catalogue is the interface's Error object", () => {
   for (const code of Object.keys(errorCatalogue) as (keyof typeof errorCatalogue)[]) {
-    const body: unknown = JSON.parse(errorBody(gatewayError(code)));
+    const body: unknown = JSON.parse(errorBody(catalogueError(code)));
     assert.ok(
       gateway.api.validateError(body),
       `${code}: ${JSON.stringify(gateway.api.validateError.errors)}`,
