@@ -23,6 +23,7 @@ import { readApiDocument } from "./openapi/read-document.ts";
 import { securityOf } from "./openapi-security.ts";
 import { refuseSecurityOverlaps } from "./route-overlaps.ts";
 import { parseTemplate } from "./route-template.ts";
+import { createRouter } from "./router.ts";
 import { createSchemaValidator } from "./schema-validator.ts";
 import { ApiDescriptionError } from "./startup-errors.ts";
 
@@ -247,6 +248,7 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
   if (errorSchema === undefined)
     throw new Error("components.schemas.Error is required (the gateway's error bodies)");
   const byId = new Map(operations.map((operation) => [operation.id, operation]));
+  const router = createRouter(basePath, operations);
   const info = asObject(document.info, "info") ?? {};
   return Object.freeze({
     title: String(info.title ?? ""),
@@ -256,6 +258,7 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
     validateError: compile({ $ref: ERROR_SCHEMA_REF }, "components.schemas.Error"),
     schemas,
     operation: (id: string) => byId.get(id),
+    router,
   });
 }
 

@@ -6,10 +6,10 @@ import { after, before, test } from "node:test";
 import pino from "pino";
 import { errorBody } from "../src/errors.ts";
 import {
+  catalogueError,
   createGateway,
   errorCatalogue,
   type Gateway,
-  catalogueError,
   policies,
   validateConfig,
 } from "../src/index.ts";

@@ -5,7 +5,6 @@
 import type { JSONSchemaType } from "ajv";
 import type { LocalReply } from "../../src/policy.ts";
 import { definePolicy } from "../../src/policy.ts";
-import { createRouter } from "../../src/router.ts";
 
 export interface CorsOptions {
   /** Exact origins (scheme://host[:port]) allowed to call, or ["*"] for any; empty: CORS off. */
@@ -80,7 +79,6 @@ export default definePolicy<CorsOptions>({
     }
     // Browsers send the origin lower-cased for scheme and host; compare the same way.
     const origins = new Set(options.allowedOrigins.map((origin) => origin.toLowerCase()));
-    const router = createRouter(api.basePath, api.operations);
     const allowHeaders = options.allowedHeaders.join(", ");
     // The other policies are not all created yet: the list is made on the first answer.
     let exposeHeaders: string | undefined;
@@ -98,7 +96,7 @@ export default definePolicy<CorsOptions>({
         if (exchange.method === "OPTIONS" && requested !== undefined) {
           // Only for an operation that exists: a preflight is no way to probe for others.
           const path = exchange.url.split("?", 1)[0] as string;
-          if (router.match(requested, path).kind !== "operation") return undefined;
+          if (api.router.match(requested, path).kind !== "operation") return undefined;
           return {
             status: 204,
             reason: "cors preflight",

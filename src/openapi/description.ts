@@ -2,6 +2,7 @@
 // Built once at start-up by loadApiDescription (src/openapi.ts); nothing here runs per request.
 import type { ValidateFunction } from "ajv";
 import type { OperationSecurity } from "../openapi-security.ts";
+import type { Router } from "../router.ts";
 import type { JsonObject } from "./json-object.ts";
 import type { PageSize } from "./page-size.ts";
 
@@ -92,6 +93,12 @@ export interface ApiDescription {
   /** components.schemas as the document writes them, to follow a schema's $ref when describing it. */
   readonly schemas: Readonly<Record<string, unknown>>;
   operation(id: string): Operation | undefined;
+  /**
+   * (method, public path) -> operation, compiled once with the document: the pipeline routes
+   * every request with it, and a policy that must know whether a request would route (a CORS
+   * preflight) asks the same one.
+   */
+  readonly router: Router;
 }
 
 export interface LoadOptions {

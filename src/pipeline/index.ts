@@ -11,7 +11,6 @@ import { type GatewayError, gatewayError } from "../errors.ts";
 import { createStatusLabels, type Metrics } from "../metrics.ts";
 import type { ApiDescription } from "../openapi.ts";
 import { createUpstream, type Upstream } from "../proxy.ts";
-import { createRouter } from "../router.ts";
 import { trustedProxies } from "../trusted-proxies.ts";
 import { createAnswerBudget } from "./answer-budget.ts";
 import { createBasePathHint } from "./base-path-hint.ts";
@@ -77,7 +76,7 @@ const GATEWAY_BUSY = gatewayError("GATEWAY_BUSY", undefined, { "retry-after": "1
 
 export function createPipeline(options: PipelineOptions): Pipeline {
   const { config, api, metrics, logger } = options;
-  const router = createRouter(api.basePath, api.operations);
+  const { router } = api;
   // A policy that throws fails its request, not the process (chains.ts): logged here.
   const policyFailed = (
     policy: string,

@@ -58,7 +58,6 @@ import type {
   UpstreamAnswer,
 } from "../../src/policy.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
-import { createRouter, type Router } from "../../src/router.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../../src/untrusted-text.ts";
 import { LogCapture } from "./log-capture.ts";
 
@@ -294,7 +293,7 @@ function runner(
     throw error;
   };
   const named = [{ name, instance }];
-  const router: Router = createRouter(api.basePath, api.operations);
+  const { router } = api;
   const arrival = buildArrival(named, rethrow);
   const recognizesCredential = (value: string) => isCredential(arrival, value);
   // Headers the policy's reply phases changed, per exchange: the chain holds this policy alone.
