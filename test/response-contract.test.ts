@@ -7,7 +7,8 @@ import pino from "pino";
 import policies from "../policies/index.ts";
 import responseContract, { type ContractReport } from "../policies/response-contract/index.ts";
 import { loadConfig, validateConfig } from "../src/config.ts";
-import { createMetrics } from "../src/metrics.ts";
+import { catalogueOf } from "../src/errors.ts";
+import { createMetrics, createStatusLabels } from "../src/metrics.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 import type { PolicyInstance } from "../src/policy.ts";
 import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
@@ -30,6 +31,7 @@ import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
 import { OWN_DOCUMENT } from "./support/openapi-documents.ts";
 
+const catalogueStatuses = Object.values(catalogueOf(policies)).map((entry) => entry.status);
 const { file: keysFile, key } = writeKeysFile(["acme"]);
 const CAP = 32_768;
 const VIOLATIONS = "gateway_contract_violations_total";
@@ -370,8 +372,12 @@ describe("a gateway in front of a deliberately wrong backend", () => {
         jsonAnswer(status, body, { headers: { "content-type": "application/json", "retry-after": "7" } }),
       );
       for (const gw of [enforcing, reporting]) {
-        // listPets does not declare either; the gateway answers 503 itself, never 429: that one is a 4xx.
-        const label = status === 429 ? "4xx" : String(status);
+        // listPets declares neither: each is labelled by its number only if the gateway itself
+        // answers with it (the catalogue's statuses), else by its class.
+        const label = createStatusLabels(gw.gateway.api.operations, catalogueStatuses)(
+          gw.gateway.api.operation("listPets"),
+          status,
+        );
         const labels = { operation: "listPets", http_response_status_code: label };
         const samples = await scrape(gw);
         const faults = sampleValue(samples, UPSTREAM_ANSWERS, labels);
