@@ -66,7 +66,10 @@ export async function runWorker(policies: readonly AnyPolicyDefinition[]): Promi
     const message: CountedMessage = {
       type: COUNTED,
       metrics: (await gateway.metrics.registry.getMetricsAsJSON()) as unknown as CountedMessage["metrics"],
-      reports: reportPaths.map((path) => [path, gateway.collectReport(path)] as const),
+      // A report's part may be built in slices (a promise): what crosses to the primary is the part.
+      reports: await Promise.all(
+        reportPaths.map(async (path) => [path, await gateway.collectReport(path)] as const),
+      ),
     };
     if (process.connected) process.send?.(message);
   };
