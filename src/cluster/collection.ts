@@ -42,6 +42,8 @@ export function createGroupCollection(options: {
   /** The primary's own series (gateway_workers, restarts), refreshed by beforeScrape. */
   readonly registry: Registry;
   beforeScrape(): void;
+  /** A policy's merge threw on a dead worker's part: the part is dropped, the primary goes on. */
+  mergeFailed(path: string, error: unknown): void;
 }): GroupCollection {
   const { reports, registry } = options;
   let retiredMetrics: MetricsPart[] = [];
@@ -125,10 +127,15 @@ export function createGroupCollection(options: {
       for (const [path, part] of parts.reports) {
         const report = reports.get(path);
         if (!report) continue;
-        retiredReports.set(
-          path,
-          retiredReports.has(path) ? report.merge([retiredReports.get(path), part]) : part,
-        );
+        // The merge is a policy's code, run in the primary: a throw there must not end the group.
+        try {
+          retiredReports.set(
+            path,
+            retiredReports.has(path) ? report.merge([retiredReports.get(path), part]) : part,
+          );
+        } catch (error) {
+          options.mergeFailed(path, error);
+        }
       }
       parts.metrics = undefined;
       parts.reports.clear();

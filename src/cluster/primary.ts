@@ -127,6 +127,11 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       })),
     reports,
     registry,
+    mergeFailed: (path, error) =>
+      logger.error(
+        { endpoint: path, error: String((error as Error)?.message ?? error) },
+        "ops report merge failed",
+      ),
     beforeScrape: () => workersUp.set(slots.filter((slot) => slot.listening).length),
   });
 
