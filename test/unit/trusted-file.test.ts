@@ -86,7 +86,8 @@ test("a read stuck in the kernel is counted and reported once it is slow, and un
     const reports: number[] = [];
     const read = readTrustedFile(regular, { ...bound, slowAfterMs: 100, onSlow: (ms) => reports.push(ms) });
     await eventually("the read reported slow", () => reports.length === 1);
-    assert.ok((reports[0] as number) >= 100);
+    // At the slowAfterMs timer, give or take the clocks' millisecond rounding.
+    assert.ok((reports[0] as number) >= 99, `reported after ${reports[0]} ms`);
     assert.equal(slowFileReads(), 1);
     await pool.release();
     released = true;
