@@ -123,6 +123,8 @@ th,td{border-bottom:1px solid var(--line);padding:.375rem .5rem;text-align:left;
 .badge{color:var(--ok);font-weight:600;font-size:.875rem}
 h2 code{font-size:1.125rem}
 svg{display:block}
+.share-cell{display:flex;align-items:center;gap:.5rem}
+.share-percent{font-variant-numeric:tabular-nums;min-width:2.5rem}
 .bar{fill:var(--bar)}
 .track{fill:var(--track)}
 @media (max-width:40rem){
@@ -314,13 +316,14 @@ interface Bars {
 function barsOf(page: DeprecationPage, section: PageOperation): Bars {
   const daily = page.daily;
   if (daily === undefined) {
-    const most = [...section.calling, ...section.migrated].reduce((max, row) => Math.max(max, row.calls), 1);
     return {
       heading: "Share of calls",
+      // The track is every call of the operation (forgotten callers' included): a bar is as long
+      // as its share, never scaled to the biggest caller, so 72 % fills 72 % of the track.
       cell(row) {
-        const percent = section.calls === 0 ? 0 : Math.round((row.calls / section.calls) * 100);
-        const width = Math.max(1, Math.round((row.calls / most) * 120));
-        return `<svg class="share" width="120" height="14" viewBox="0 0 120 14" role="img" aria-label="${row.calls} of ${section.calls} calls (${percent}%)"><rect class="track" width="120" height="14"/><rect class="bar" width="${width}" height="14"/></svg>`;
+        const share = section.calls === 0 ? 0 : Math.min(1, row.calls / section.calls);
+        const percent = sharePercent(share);
+        return `<span class="share-cell"><svg class="share" width="120" height="14" viewBox="0 0 100 14" preserveAspectRatio="none" role="img" aria-label="${row.calls} of ${section.calls} calls (${percent})"><rect class="track" width="100" height="14"/><rect class="bar" width="${(share * 100).toFixed(2)}" height="14"/></svg><span class="share-percent" aria-hidden="true">${percent}</span></span>`;
       },
     };
   }
@@ -349,6 +352,12 @@ function barsOf(page: DeprecationPage, section: PageOperation): Bars {
       return `<svg class="daily" width="${DAYS_SHOWN * 6}" height="32" viewBox="0 0 ${DAYS_SHOWN * 6} 32" role="img" aria-label="${label}">${rects}</svg>`;
     },
   };
+}
+
+/** 56%; "<1%" for a share that rounds to none but is not none. */
+function sharePercent(share: number): string {
+  const percent = Math.round(share * 100);
+  return percent === 0 && share > 0 ? "<1%" : `${percent}%`;
 }
 
 function callerTable(caption: string, kind: string, rows: readonly CallerRow[], bars: Bars): string {

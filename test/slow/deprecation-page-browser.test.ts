@@ -165,6 +165,26 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
     assert.equal(await page.locator("table.migrated tbody tr").count(), 1);
     assert.equal(await page.locator("svg.share").count(), 3);
     await assertStyledBars(page, "svg.share rect.bar");
+    // On screen, each bar is the consumer's share of every call: acme's 9 of 18 fills half the track.
+    const drawn: Record<string, number> = {};
+    for (const row of await page.locator("tbody tr:has(svg.share)").all()) {
+      const bar = await row.locator("svg.share rect.bar").boundingBox();
+      const track = await row.locator("svg.share rect.track").boundingBox();
+      assert.ok(bar && track, "a share bar has no box");
+      drawn[(await row.locator(".name").textContent()) ?? ""] = Math.round((bar.width / track.width) * 100);
+      assert.match((await row.locator(".share-percent").textContent()) ?? "", /^\d+%$/);
+    }
+    const total = report.operations[0]?.calls ?? 0;
+    assert.deepEqual(
+      drawn,
+      Object.fromEntries(
+        (report.operations[0]?.callers ?? []).map((row) => [
+          row.consumer,
+          Math.round((row.calls / total) * 100),
+        ]),
+      ),
+    );
+    assert.equal(drawn.acme, 50);
     await assertStyledBars(page, "svg.period rect.bar");
     assert.ok((await page.locator("td.agent").allTextContents()).includes(HOSTILE_AGENT));
     await page.screenshot({ path: join(OUTPUT, "ops-page.png"), fullPage: true });

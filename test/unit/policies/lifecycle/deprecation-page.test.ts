@@ -219,6 +219,48 @@ test("the ops page says it covers one replica since it started counting, and dra
   assert.equal(document.querySelector("#violations"), null);
 });
 
+test("a share bar is as long as the consumer's share of every call, 72 % filling 72 % of it, and says the number", async () => {
+  // 100 calls: 72 and 18 by the callers listed, 10 by callers the bounded memory forgot.
+  const caller = (consumer: string, calls: number) => ({
+    consumer,
+    firstSeen: "2030-11-18T10:00:00.000Z",
+    lastSeen: "2030-11-20T10:00:00.000Z",
+    calls,
+    lastUserAgent: "",
+  });
+  const shares: DeprecationReport = {
+    generatedAt: report.generatedAt,
+    operations: [
+      getPetSection({
+        daysToSunset: 15,
+        calls: 100,
+        forgottenCallers: 3,
+        callers: [caller("acme", 72), caller("globex", 18)],
+      }),
+    ],
+  };
+  const { document } = parseHTML(
+    renderDeprecationPage({
+      report: await pageReport(shares, 14),
+      scope: { kind: "replica", since: undefined },
+      quietDays: 14,
+    }),
+  );
+  const drawn = [...document.querySelectorAll("tbody tr")].map((row) => {
+    const width = (selector: string) =>
+      Number(row.querySelector(`svg.share rect${selector}`)?.getAttribute("width"));
+    return {
+      consumer: row.querySelector(".name")?.textContent,
+      length: Math.round((width(".bar") / width(".track")) * 1000) / 1000,
+      label: row.querySelector(".share-percent")?.textContent,
+    };
+  });
+  assert.deepEqual(drawn, [
+    { consumer: "acme", length: 0.72, label: "72%" },
+    { consumer: "globex", length: 0.18, label: "18%" },
+  ]);
+});
+
 test("an operation deprecated without dates says so, with no countdown and no period bar", async () => {
   const [section] = report.operations;
   const undated = {
