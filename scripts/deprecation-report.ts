@@ -9,10 +9,11 @@ import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import policies from "../policies/index.ts";
-import { DailyCalls, recordLogLine } from "../policies/lifecycle/deprecation-log-lines.ts";
+import { DailyCalls, LogSpan, lineTime, recordLogLine } from "../policies/lifecycle/deprecation-log-lines.ts";
 import {
   DEFAULT_QUIET_DAYS,
   pageReport,
+  quietAsOf,
   renderDeprecationPage,
 } from "../policies/lifecycle/deprecation-page.ts";
 import { CallerTally } from "../policies/lifecycle/deprecation-report.ts";
@@ -29,8 +30,10 @@ const USAGE = `usage: deprecation-report [--format json|csv|html] [--now <ISO da
 Reads gateway log lines (JSON, one per line; a prefix before the JSON is ignored) from the files
 or, without any (or with -), from stdin, and prints who called each deprecated operation.
   --format      json (default), csv, or html: one self-contained page for the API owner
-  --quiet-days  html: a consumer whose last call is older than this many days shows as migrated (default 14)
-  --now         the instant days-to-sunset is counted from (default: now)
+  --quiet-days  html: a consumer with no call in this many days before the logs end shows as quiet
+                since its last call (default 14)
+  --now         the instant days-to-sunset is counted from (default: now); quiet and the day bars
+                count back from the logs' last instant, or from --now if that is earlier
   --max-callers (operation, consumer) rows kept, the least recently read dropped past it and
                 counted as forgotten (default: the config's policies.lifecycle.maxTrackedCallers)
   --openapi     the OpenAPI description that marks the deprecations (default: the config's openapi,
@@ -83,6 +86,8 @@ async function main(): Promise<number> {
   // The page's extras: the day bars and the contract violations of the same lines.
   const daily = format === "html" ? new DailyCalls(now, maxCallers) : undefined;
   const violations = format === "html" ? new ViolationTally() : undefined;
+  // The logs' own range: a consumer is quiet as of their end, however long before --now that is.
+  const span = new LogSpan();
   let lines = 0;
   let calls = 0;
   const sources = positionals.length === 0 ? ["-"] : positionals;
@@ -90,17 +95,25 @@ async function main(): Promise<number> {
     const input = source === "-" ? process.stdin : createReadStream(fromUserDirectory(source));
     for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
       lines++;
-      if (recordLogLine(tally, line, daily)) calls++;
-      else violations?.recordLogLine(line);
+      const written = lineTime(line);
+      if (written !== undefined) {
+        span.see(written);
+        daily?.see(written);
+      }
+      const calledAt = recordLogLine(tally, line, daily);
+      if (calledAt !== undefined) {
+        calls++;
+        span.see(calledAt);
+      } else violations?.recordLogLine(line);
     }
   }
   const report = tally.report(facts, now);
   if (format === "html") {
+    const logs = span.view();
     process.stdout.write(
       renderDeprecationPage({
-        report: await pageReport(report, quietDays),
-        scope: { kind: "fleet", logLines: lines },
-        quietDays,
+        report: await pageReport(report, { days: quietDays, asOf: quietAsOf(report.generatedAt, logs) }),
+        scope: { kind: "fleet", logLines: lines, logs },
         ...(daily && { daily: daily.view() }),
         // As many recent kinds per operation as /contract/violations keeps.
         ...(violations && {

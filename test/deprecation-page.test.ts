@@ -53,7 +53,7 @@ describe("the deprecation page from a real gateway's log lines and ops port", ()
       },
     );
     // umbrella called once, before the 30 days the bars show; globex stopped 20 days ago: both
-    // migrated (quiet for more than 14 days). acme and initech still call.
+    // quiet (no call in the last 14 days). acme and initech still call.
     await call("umbrella", "2030-10-05T09:00:00Z", "umbrella-batch/0.9");
     await call("globex", "2030-10-28T09:00:00Z", "globex/2");
     await call("globex", "2030-10-31T12:00:00Z", "globex/2.1");
@@ -79,30 +79,38 @@ describe("the deprecation page from a real gateway's log lines and ops port", ()
     await backend.close();
   });
 
-  test("the log command's page shows the JSON report's figures, migrated consumers apart", () => {
+  test("the log command's page shows the JSON report's figures, quiet consumers apart", () => {
     assert.deepEqual(pageFigures(fleetHtml), jsonFigures(report));
     const [getPet] = pageFigures(fleetHtml);
     assert.deepEqual(
       getPet?.callers.map((row) => row.consumer),
       ["initech", "acme", "globex", "umbrella"],
     );
-    assert.equal(getPet?.migrated, 2);
+    assert.equal(getPet?.quiet, 2);
     assert.equal(getPet?.daysToSunset, 15);
     const { document } = parseHTML(fleetHtml);
     assert.deepEqual(
-      [...document.querySelectorAll("table.migrated .name")].map((name) => name.textContent),
+      [...document.querySelectorAll("table.quiet .name")].map((name) => name.textContent),
       ["globex", "umbrella"],
+    );
+    assert.deepEqual(
+      [...document.querySelectorAll("table.quiet .badge")].map((badge) => badge.textContent),
+      ["quiet since 2030-10-31", "quiet since 2030-10-05"],
+    );
+    assert.ok(
+      !/migrated/i.test(document.querySelector("main")?.textContent ?? ""),
+      "a consumer called migrated",
     );
     assert.match(
       document.querySelector(".scope")?.textContent ?? "",
-      /^Fleet-wide, from every replica's logs: \d+ log lines, calls from 2030-10-05 09:00 UTC to 2030-11-20 11:00 UTC\.$/,
+      /^Fleet-wide, from every replica's logs: \d+ log lines from .+ UTC to 2030-11-20 11:00 UTC; calls from 2030-10-05 09:00 UTC to 2030-11-20 11:00 UTC\.$/,
     );
   });
 
   test("the day bars add up to each consumer's calls of the last 30 days, from calledAt", () => {
     const { document } = parseHTML(fleetHtml);
     const drawn = Object.fromEntries(
-      [...document.querySelectorAll("table.calling tbody tr, table.migrated tbody tr")].map((row) => [
+      [...document.querySelectorAll("table.calling tbody tr, table.quiet tbody tr")].map((row) => [
         row.querySelector(".name")?.textContent,
         [...row.querySelectorAll("svg.daily rect.bar")].map((bar) => [
           bar.getAttribute("data-day"),
@@ -206,5 +214,107 @@ describe("the deprecation page from a real gateway's log lines and ops port", ()
     // ?format wins over Accept.
     assert.equal(await asked(BROWSER_ACCEPT, "?format=json"), "application/json");
     assert.equal(await asked(BROWSER_ACCEPT, "?format=csv"), "text/csv");
+  });
+});
+
+describe("the log command's page over logs that end two years before --now", () => {
+  const NOW_ISO = "2030-11-20T12:00:00.000Z";
+  const LOGS_END = "2028-11-20T12:00:00.000Z";
+  /** A line as the gateway writes it: pino's level, time and pid, then the fields. */
+  const line = (time: string, msg: string, fields: Record<string, unknown> = {}) =>
+    JSON.stringify({ level: "info", time, pid: 7, ...fields, msg });
+  const call = (consumer: string, iso: string) =>
+    line(iso, "deprecated call", {
+      operation: "getPet",
+      consumer,
+      calledAt: iso,
+      userAgent: `${consumer}/1`,
+      outcome: "proxied",
+    });
+  const lines = [
+    line("2028-10-01T00:00:00.000Z", "gateway listening"),
+    // globex stopped 27 days before the logs end; umbrella 19 days before.
+    call("globex", "2028-10-05T10:00:00.000Z"),
+    call("globex", "2028-10-24T10:00:00.000Z"),
+    call("umbrella", "2028-11-01T10:00:00.000Z"),
+    // acme called until ten days before the logs end: the last deprecated call of these logs.
+    ...["2028-10-25", "2028-11-03", "2028-11-10"].map((day) => call("acme", `${day}T10:00:00.000Z`)),
+    // The logs go on after the last deprecated call: other requests, to their end.
+    line("2028-11-15T08:00:00.000Z", "request completed", { status: 200 }),
+    line(LOGS_END, "request completed", { status: 200 }),
+  ];
+  let html: string;
+  let report: DeprecationReport;
+
+  before(async () => {
+    const page = await runReportCommand(["--format", "html", "--now", NOW_ISO], lines);
+    assert.equal(page.code, 0, page.stderr);
+    html = page.stdout;
+    const json = await runReportCommand(["--now", NOW_ISO], lines);
+    assert.equal(json.code, 0, json.stderr);
+    report = JSON.parse(json.stdout);
+  });
+
+  test("who is quiet is counted back from the logs' end, never called migrated", () => {
+    const { document } = parseHTML(html);
+    // 14 days before the logs' end: acme still calls; umbrella (19 days) and globex are quiet.
+    assert.deepEqual(pageFigures(html), jsonFigures(report, 14, LOGS_END));
+    assert.deepEqual(
+      [...document.querySelectorAll("table.calling .name")].map((name) => name.textContent),
+      ["acme"],
+    );
+    assert.deepEqual(
+      [...document.querySelectorAll("table.quiet tbody tr")].map((row) => [
+        row.querySelector(".name")?.textContent,
+        row.querySelector(".badge")?.textContent,
+      ]),
+      [
+        ["umbrella", "quiet since 2028-11-01"],
+        ["globex", "quiet since 2028-10-24"],
+      ],
+    );
+    assert.ok(
+      !/migrated/i.test(document.querySelector("main")?.textContent ?? ""),
+      "a consumer called migrated",
+    );
+  });
+
+  test("the page says where the logs end and what it counts from there; the sunset stays counted from --now", () => {
+    const { document } = parseHTML(html);
+    assert.equal(
+      document.querySelector(".logs-end")?.textContent,
+      "The logs end at 2028-11-20 12:00 UTC, 730 days before this page's date: who is quiet, and the day bars, are counted back from the logs' end; the days to sunset from 2030-11-20.",
+    );
+    assert.equal(document.querySelector(".logs-end time")?.getAttribute("datetime"), LOGS_END);
+    assert.match(
+      document.querySelector(".scope")?.textContent ?? "",
+      /^Fleet-wide, from every replica's logs: 9 log lines from 2028-10-01 00:00 UTC to 2028-11-20 12:00 UTC; calls from 2028-10-05 10:00 UTC to 2028-11-10 10:00 UTC\.$/,
+    );
+    assert.match(
+      document.querySelector("header")?.textContent ?? "",
+      /no call in the 14 days before the logs end \(2028-11-20 12:00 UTC\)/,
+    );
+    assert.equal(pageFigures(html)[0]?.daysToSunset, 15);
+  });
+
+  test("the day bars are the last 30 days of the logs, not 30 empty days before --now", () => {
+    const { document } = parseHTML(html);
+    const bars = (consumer: string) =>
+      [...document.querySelectorAll("tbody tr")]
+        .find((row) => row.querySelector(".name")?.textContent === consumer)
+        ?.querySelectorAll("svg.daily rect.bar");
+    assert.deepEqual(
+      [...(bars("acme") ?? [])].map((bar) => bar.getAttribute("data-day")),
+      ["2028-10-25", "2028-11-03", "2028-11-10"],
+    );
+    assert.deepEqual(
+      [...(bars("globex") ?? [])].map((bar) => bar.getAttribute("data-day")),
+      // Its 2028-10-05 call is before the 30 days to 2028-11-20.
+      ["2028-10-24"],
+    );
+    assert.match(
+      document.querySelector("thead")?.textContent ?? "",
+      /Calls per day, the 30 days to 2028-11-20/,
+    );
   });
 });

@@ -18,7 +18,10 @@ import {
   type OperationReport,
 } from "./deprecation-report.ts";
 
-/** A consumer whose last call is older than this many days is shown as migrated. */
+/**
+ * A consumer with no call in this many days before the end of the figures is shown as quiet: a
+ * silence in the logs, which a migration explains as well as a holiday or a monthly batch job.
+ */
 export const DEFAULT_QUIET_DAYS = 14;
 /**
  * The callers the page lists per operation, most recent first; the figures above the lists count
@@ -41,15 +44,33 @@ class MostRecent {
   }
 }
 
+/** Who counts as quiet: no call in `days` days before `asOf`. */
+export interface QuietRule {
+  readonly days: number;
+  /**
+   * The end of the figures, which quiet is counted back from: the report's instant for the ops
+   * port (it counts up to now), the last instant of the logs for the log command (see quietAsOf).
+   */
+  readonly asOf: string;
+}
+
+/**
+ * The instant the log command counts quiet from: the logs' last instant, or the report's when
+ * that is earlier (lines after --now). Without any dated line, the report's.
+ */
+export function quietAsOf(generatedAt: string, logs: { readonly to: string } | undefined): string {
+  return logs === undefined || logs.to > generatedAt ? generatedAt : logs.to;
+}
+
 /** What the page shows of one operation: its figures over every caller, and the most recent callers. */
 export interface PageOperation extends Omit<OperationReport, "callers"> {
-  /** Callers whose last call is within the quiet days: at most PAGE_CALLERS, most recent first. */
+  /** Callers with a call within the quiet days: at most PAGE_CALLERS, most recent first. */
   readonly calling: readonly CallerRow[];
-  /** The others (migrated): at most PAGE_CALLERS, most recent first. */
-  readonly migrated: readonly CallerRow[];
+  /** The others (quiet since their last call): at most PAGE_CALLERS, most recent first. */
+  readonly quiet: readonly CallerRow[];
   /** How many callers the report holds in each list. */
   readonly callingCount: number;
-  readonly migratedCount: number;
+  readonly quietCount: number;
   /** The earliest first seen and latest last seen of every caller; undefined without callers. */
   readonly firstSeen: string | undefined;
   readonly lastSeen: string | undefined;
@@ -58,6 +79,7 @@ export interface PageOperation extends Omit<OperationReport, "callers"> {
 /** The report as the page reads it. */
 export interface PageReport {
   readonly generatedAt: string;
+  readonly quiet: QuietRule;
   readonly operations: readonly PageOperation[];
 }
 
@@ -68,18 +90,18 @@ export interface PageReport {
  */
 export async function pageReport(
   report: DeprecationReport,
-  quietDays: number,
+  quiet: QuietRule,
   work: Slices = slices(Number.POSITIVE_INFINITY),
 ): Promise<PageReport> {
-  const quietSince = Date.parse(report.generatedAt) - quietDays * DAY_MS;
+  const callingSince = Date.parse(quiet.asOf) - quiet.days * DAY_MS;
   const operations: PageOperation[] = [];
   for (const { callers, ...section } of report.operations) {
     const calling = new MostRecent();
-    const migrated = new MostRecent();
+    const quietRows = new MostRecent();
     let firstSeen: string | undefined;
     let lastSeen: string | undefined;
     for (const row of callers) {
-      (Date.parse(row.lastSeen) < quietSince ? migrated : calling).add(row);
+      (Date.parse(row.lastSeen) < callingSince ? quietRows : calling).add(row);
       if (firstSeen === undefined || row.firstSeen < firstSeen) firstSeen = row.firstSeen;
       if (lastSeen === undefined || row.lastSeen > lastSeen) lastSeen = row.lastSeen;
       if (work.due()) await work.next();
@@ -87,14 +109,14 @@ export async function pageReport(
     operations.push({
       ...section,
       calling: calling.rows(),
-      migrated: migrated.rows(),
+      quiet: quietRows.rows(),
       callingCount: calling.count,
-      migratedCount: migrated.count,
+      quietCount: quietRows.count,
       firstSeen,
       lastSeen,
     });
   }
-  return { generatedAt: report.generatedAt, operations };
+  return { generatedAt: report.generatedAt, quiet, operations };
 }
 
 // Colours meet WCAG AA on their background in both schemes (text 4.5:1, bars 3:1).
@@ -120,7 +142,8 @@ caption{text-align:left;font-weight:600;padding:.25rem 0}
 th,td{border-bottom:1px solid var(--line);padding:.375rem .5rem;text-align:left;vertical-align:top}
 .n{text-align:right;font-variant-numeric:tabular-nums}
 .agent,.excerpt,code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.875rem;overflow-wrap:anywhere}
-.badge{color:var(--ok);font-weight:600;font-size:.875rem}
+.badge{color:var(--muted);font-weight:600;font-size:.875rem}
+.logs-end{font-weight:600;color:var(--past)}
 h2 code{font-size:1.125rem}
 svg{display:block}
 .share-cell{display:flex;align-items:center;gap:.5rem}
@@ -141,8 +164,12 @@ export const DEPRECATION_PAGE_CSP = `default-src 'none'; style-src 'sha256-${cre
 
 /** What the rendered figures cover, said plainly at the top of the page. */
 export type PageScope =
-  /** The log command: every replica's log lines. */
-  | { readonly kind: "fleet"; readonly logLines: number }
+  /** The log command: every replica's log lines, and the first and last instant they carry. */
+  | {
+      readonly kind: "fleet";
+      readonly logLines: number;
+      readonly logs?: { readonly from: string; readonly to: string } | undefined;
+    }
   /** The ops port: one replica's in-memory figures since it started counting. */
   | { readonly kind: "replica"; readonly since: string | undefined };
 
@@ -174,8 +201,6 @@ export interface ViolationFigures {
 export interface DeprecationPage {
   readonly report: PageReport;
   readonly scope: PageScope;
-  /** Consumers quiet for longer than this many days are shown as migrated. */
-  readonly quietDays: number;
   /** Calls per day (the log command only): drawn as bars; without them a bar shows each one's share. */
   readonly daily?: DailyCallsView;
   /** Contract violations over the same log lines (the log command only). */
@@ -201,7 +226,7 @@ export function renderDeprecationPage(page: DeprecationPage): string {
 <header>
 <h1>Deprecated operations: who still calls them</h1>
 <p class="scope">${scopeText(page)}</p>
-<p class="muted">Generated ${time(report.generatedAt)}. A consumer whose last call is more than ${page.quietDays} ${plural(page.quietDays, "day")} old counts as migrated.</p>
+<p class="muted">Generated ${time(report.generatedAt)}. ${quietText(page)}</p>${logsEndText(page)}
 </header>
 <main>
 ${sections.join("\n")}
@@ -233,16 +258,37 @@ function scopeText(page: DeprecationPage): string {
     for (const entry of drift.recent) instants.push(entry.lastSeen);
   }
   instants.sort();
-  const lines = `${scope.logLines} log ${plural(scope.logLines, "line")}`;
+  const lines = `${scope.logLines} log ${plural(scope.logLines, "line")}${
+    scope.logs === undefined ? "" : ` from ${time(scope.logs.from)} to ${time(scope.logs.to)}`
+  }`;
   const from = instants[0];
   const to = instants.at(-1);
   if (from === undefined || to === undefined)
     return `Fleet-wide, from every replica's logs: no call in ${lines}.`;
-  return `Fleet-wide, from every replica's logs: ${lines}, calls from ${time(from)} to ${time(to)}.`;
+  return `Fleet-wide, from every replica's logs: ${lines}; calls from ${time(from)} to ${time(to)}.`;
+}
+
+/** Who counts as quiet, and from when that is counted. */
+function quietText(page: DeprecationPage): string {
+  const { days, asOf } = page.report.quiet;
+  const before =
+    page.scope.kind === "fleet" && asOf !== page.report.generatedAt
+      ? `before the logs end (${time(asOf)})`
+      : `before ${time(asOf)}`;
+  return `A consumer with no call in the ${days} ${plural(days, "day")} ${before} is listed as quiet since its last call: a silence in these figures, not proof that it moved.`;
+}
+
+/** Logs that end a day or more before the page's date say so: the page counts from their end. */
+function logsEndText(page: DeprecationPage): string {
+  const { asOf } = page.report.quiet;
+  const behind = Math.floor((Date.parse(page.report.generatedAt) - Date.parse(asOf)) / DAY_MS);
+  if (page.scope.kind !== "fleet" || behind < 1) return "";
+  return `\n<p class="logs-end">The logs end at ${time(asOf)}, ${behind} ${plural(behind, "day")} before this page's date: who is quiet, and the day bars, are counted back from the logs' end; the days to sunset from ${date(page.report.generatedAt)}.</p>`;
 }
 
 function operationSection(page: DeprecationPage, section: PageOperation, index: number, now: number): string {
-  const { calling, migrated, callingCount } = section;
+  const { calling, quiet, callingCount } = section;
+  const { days, asOf } = page.report.quiet;
   const name = section.path === "" ? section.operation : `${section.method} ${section.path}`;
   const id = `operation-${index}`;
   const bars = barsOf(page, section);
@@ -258,7 +304,7 @@ ${countdown(section)}
 <dt>Successor</dt><dd>${section.successor === null ? "none named" : `<code>${escapeHtml(section.successor)}</code>`}</dd>
 <dt>Calls</dt><dd class="calls">${section.calls}</dd>
 <dt>Still calling</dt><dd class="calling">${callingCount}</dd>
-<dt>Migrated</dt><dd class="migrated-count">${section.migratedCount}</dd>${
+<dt>Quiet</dt><dd class="quiet-count">${section.quietCount}</dd>${
     section.forgottenCallers > 0
       ? `\n<dt>Forgotten callers</dt><dd class="forgotten">${section.forgottenCallers} (dropped to bound memory; the calls above stay exact)</dd>`
       : ""
@@ -266,18 +312,18 @@ ${countdown(section)}
 </dl>
 </div>
 ${periodBar(section, now)}${
-  calling.length < callingCount || migrated.length < section.migratedCount
+  calling.length < callingCount || quiet.length < section.quietCount
     ? `\n<p class="cut">The ${PAGE_CALLERS} most recent consumers of each list are shown; ${page.scope.kind === "fleet" ? "<code>--format csv</code>" : "<code>?format=csv</code>"} has every one.</p>`
     : ""
 }
 ${callerTable(`Still calling ${escapeHtml(name)}: ${callingCount} ${plural(callingCount, "consumer")}${shown(callingCount, calling.length)}, most recent call first`, "calling", calling, bars)}
 ${
-  section.migratedCount === 0
-    ? `<p class="muted">No consumer has gone quiet for more than ${page.quietDays} ${plural(page.quietDays, "day")} yet.</p>`
+  section.quietCount === 0
+    ? `<p class="muted">No consumer has been quiet for ${days} ${plural(days, "day")} before ${time(asOf)}.</p>`
     : callerTable(
-        `Migrated: no call for more than ${page.quietDays} ${plural(page.quietDays, "day")}${shown(section.migratedCount, migrated.length)}`,
-        "migrated",
-        migrated,
+        `Quiet: no call in the ${days} ${plural(days, "day")} before ${time(asOf)}${shown(section.quietCount, quiet.length)}, most recent call first`,
+        "quiet",
+        quiet,
         bars,
       )
 }
@@ -331,16 +377,17 @@ function barsOf(page: DeprecationPage, section: PageOperation): Bars {
   let most = 1;
   for (const days of counts?.values() ?? []) for (const n of days) most = Math.max(most, n);
   const first = Date.parse(daily.firstDay);
+  const window = `the ${DAYS_SHOWN} days to ${daily.lastDay}`;
   return {
-    heading: `Calls per day, last ${DAYS_SHOWN} days`,
+    heading: `Calls per day, ${window}`,
     cell(row) {
       const days = counts?.get(row.consumer) ?? new Array<number>(DAYS_SHOWN).fill(0);
       const total = days.reduce((sum, n) => sum + n, 0);
       const busiest = days.indexOf(Math.max(...days));
       const label =
         total === 0
-          ? `No call in the last ${DAYS_SHOWN} days`
-          : `${total} ${plural(total, "call")} in the last ${DAYS_SHOWN} days, at most ${days[busiest]} on ${dayOf(first, busiest)}`;
+          ? `No call in ${window}`
+          : `${total} ${plural(total, "call")} in ${window}, at most ${days[busiest]} on ${dayOf(first, busiest)}`;
       const rects = days
         .map((n, day) => {
           const x = day * 6;
@@ -365,7 +412,7 @@ function callerTable(caption: string, kind: string, rows: readonly CallerRow[], 
   const body = rows
     .map(
       (row) => `<tr>
-<th scope="row" class="consumer"><span class="name">${escapeHtml(row.consumer)}</span>${kind === "migrated" ? ` <span class="badge">migrated</span>` : ""}</th>
+<th scope="row" class="consumer"><span class="name">${escapeHtml(row.consumer)}</span>${kind === "quiet" ? ` <span class="badge">quiet since ${date(row.lastSeen)}</span>` : ""}</th>
 <td class="n" data-label="Calls">${row.calls}</td>
 <td data-label="First seen">${time(row.firstSeen)}</td>
 <td data-label="Last seen">${time(row.lastSeen)}</td>

@@ -87,7 +87,8 @@ export async function prepareReport(
       generatedAt: report.generatedAt,
       countingSince: report.countingSince,
       operations,
-      page: await pageReport(report, DEFAULT_QUIET_DAYS, work),
+      // The replica counts up to now: quiet is counted back from the report's instant.
+      page: await pageReport(report, { days: DEFAULT_QUIET_DAYS, asOf: report.generatedAt }, work),
     },
     reuseForMs: rows > MAX_PAGE_ROWS ? SNAPSHOT_REUSE_MS : 0,
   };
@@ -111,7 +112,6 @@ export function renderReport(
     const page = renderDeprecationPage({
       report: prepared.page,
       scope: { kind: "replica", since: prepared.countingSince },
-      quietDays: DEFAULT_QUIET_DAYS,
     });
     res.writeHead(200, {
       "content-type": "text/html; charset=utf-8",

@@ -107,7 +107,7 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
       await callAt(consumer, iso, userAgent, pet);
       calls++;
     };
-    // globex stopped three weeks ago: migrated. acme calls every few days, initech daily.
+    // globex stopped three weeks ago: quiet. acme calls every few days, initech daily.
     await call("globex", "2030-10-25T09:00:00Z", "globex/2");
     await call("globex", "2030-10-29T16:00:00Z", "globex/2.1");
     for (const day of ["01", "04", "08", "11", "15", "18", "19", "20"]) {
@@ -162,7 +162,7 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
       /^This replica only, since 2030-10-20 00:00 UTC/,
     );
     assert.equal(await page.locator("table.calling tbody tr").count(), 2);
-    assert.equal(await page.locator("table.migrated tbody tr").count(), 1);
+    assert.equal(await page.locator("table.quiet tbody tr").count(), 1);
     assert.equal(await page.locator("svg.share").count(), 3);
     await assertStyledBars(page, "svg.share rect.bar");
     // On screen, each bar is the consumer's share of every call: acme's 9 of 18 fills half the track.

@@ -42,9 +42,9 @@ export function pageFigures(html: string) {
     calls: Number(section.querySelector("dd.calls")?.textContent),
     daysToSunset: Number(section.querySelector(".days-left")?.textContent),
     calling: Number(section.querySelector("dd.calling")?.textContent),
-    migrated: Number(section.querySelector("dd.migrated-count")?.textContent),
-    callers: [...section.querySelectorAll("table.calling tbody tr, table.migrated tbody tr")].map((row) => {
-      const times = row.querySelectorAll("time");
+    quiet: Number(section.querySelector("dd.quiet-count")?.textContent),
+    callers: [...section.querySelectorAll("table.calling tbody tr, table.quiet tbody tr")].map((row) => {
+      const times = row.querySelectorAll("td time");
       return {
         consumer: row.querySelector(".name")?.textContent,
         firstSeen: times[0]?.getAttribute("datetime"),
@@ -56,17 +56,20 @@ export function pageFigures(html: string) {
   }));
 }
 
-/** The figures of the JSON report the page must repeat (an empty user agent shows as "(none)"). */
-export function jsonFigures(report: DeprecationReport, quietDays = 14) {
-  const generated = at(report.generatedAt);
+/**
+ * The figures of the JSON report the page must repeat (an empty user agent shows as "(none)"):
+ * quiet are the callers with no call in `quietDays` before `asOf` (the logs' end for the log command).
+ */
+export function jsonFigures(report: DeprecationReport, quietDays = 14, asOf = report.generatedAt) {
+  const end = at(asOf);
   return report.operations.map((section) => {
-    const migrated = section.callers.filter((row) => generated - at(row.lastSeen) > quietDays * 86_400_000);
+    const quiet = section.callers.filter((row) => end - at(row.lastSeen) > quietDays * 86_400_000);
     return {
       operation: section.operation,
       calls: section.calls,
       daysToSunset: section.daysToSunset,
-      calling: section.callers.length - migrated.length,
-      migrated: migrated.length,
+      calling: section.callers.length - quiet.length,
+      quiet: quiet.length,
       callers: section.callers.map((row) => ({ ...row, lastUserAgent: row.lastUserAgent || "(none)" })),
     };
   });
