@@ -3,8 +3,11 @@
 // no single process's /deprecations can. Same shape and figures as the ops report.
 //
 //   npm run deprecation-report -- gateway.log [more.log ...]     # or lines on stdin
-//   kubectl logs -l app.kubernetes.io/name=petstore-gateway --tail=-1 --since=720h | npm run -s deprecation-report -- --format csv
-//   kubectl logs -l app.kubernetes.io/name=petstore-gateway --tail=-1 --since=720h | npm run -s deprecation-report -- --format html > report.html
+//   kubectl logs -l app.kubernetes.io/name=petstore-gateway --tail=-1 --since=720h | npm run deprecation-report -- --format csv --output callers.csv
+//   kubectl logs -l app.kubernetes.io/name=petstore-gateway --tail=-1 --since=720h | npm run deprecation-report -- --format html --output page.html
+//
+// --output, not `> file`: npm prints its own banner on stdout before the script runs, so a
+// redirect without `-s` put "> petstore-gateway@… deprecation-report" at the top of the page.
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
@@ -25,11 +28,14 @@ import { loadConfigForCommand } from "../src/config.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 import { optionsOf } from "../src/policy.ts";
 import { fromUserDirectory } from "../src/project-files.ts";
+import { writeFileAtomically } from "../src/write-file-atomically.ts";
 
-const USAGE = `usage: deprecation-report [--format json|csv|html] [--now <ISO date>] [--max-callers <n>] [--openapi <file>] [--config <file>] [file ...]
+const USAGE = `usage: deprecation-report [--format json|csv|html] [--output <file>] [--now <ISO date>] [--max-callers <n>] [--openapi <file>] [--config <file>] [file ...]
 Reads gateway log lines (JSON, one per line; a prefix before the JSON is ignored) from the files
 or, without any (or with -), from stdin, and prints who called each deprecated operation.
   --format      json (default), csv, or html: one self-contained page for the API owner
+  --output      write the report to this file (whole or not at all: a temporary file beside it,
+                renamed over it) instead of stdout, which npm's own banner shares
   --quiet-days  html: a consumer with no call in this many days before the logs end shows as quiet
                 since its last call (default 14)
   --now         the instant days-to-sunset is counted from (default: now); quiet and the day bars
@@ -59,6 +65,8 @@ async function main(): Promise<number> {
     process.stderr.write(`deprecation-report: --format must be json, csv or html\n`);
     return 2;
   }
+  // From where the user typed the command: npm runs scripts from the project's root.
+  const output = values.output === undefined ? undefined : fromUserDirectory(values.output);
   const quietDays = Number(values["quiet-days"] ?? DEFAULT_QUIET_DAYS);
   if (!Number.isInteger(quietDays) || quietDays < 0) {
     process.stderr.write(`deprecation-report: --quiet-days must be a whole number of days\n`);
@@ -108,23 +116,33 @@ async function main(): Promise<number> {
     }
   }
   const report = tally.report(facts, now);
+  let body: string;
   if (format === "html") {
     const logs = span.view();
-    process.stdout.write(
-      renderDeprecationPage({
-        report: await pageReport(report, { days: quietDays, asOf: quietAsOf(report.generatedAt, logs) }),
-        scope: { kind: "fleet", logLines: lines, logs },
-        ...(daily && { daily: daily.view() }),
-        // As many recent kinds per operation as /contract/violations keeps.
-        ...(violations && {
-          violations: violations.report(optionsOf(config, responseContract)?.recentPerOperation ?? 0),
-        }),
+    body = renderDeprecationPage({
+      report: await pageReport(report, { days: quietDays, asOf: quietAsOf(report.generatedAt, logs) }),
+      scope: { kind: "fleet", logLines: lines, logs },
+      ...(daily && { daily: daily.view() }),
+      // As many recent kinds per operation as /contract/violations keeps.
+      ...(violations && {
+        violations: violations.report(optionsOf(config, responseContract)?.recentPerOperation ?? 0),
       }),
-    );
+    });
   } else {
-    process.stdout.write(format === "csv" ? reportToCsv(report) : `${JSON.stringify(report, null, 2)}\n`);
+    body = format === "csv" ? reportToCsv(report) : `${JSON.stringify(report, null, 2)}\n`;
   }
-  process.stderr.write(`deprecation-report: ${calls} deprecated calls in ${lines} log lines\n`);
+  if (output === undefined) process.stdout.write(body);
+  else {
+    try {
+      await writeFileAtomically(output, body);
+    } catch (error) {
+      process.stderr.write(`deprecation-report: cannot write ${output}: ${(error as Error).message}\n`);
+      return 1;
+    }
+  }
+  process.stderr.write(
+    `deprecation-report: ${calls} deprecated calls in ${lines} log lines${output === undefined ? "" : `, written to ${output}`}\n`,
+  );
   return 0;
 }
 
@@ -133,6 +151,7 @@ function parse() {
     allowPositionals: true,
     options: {
       format: { type: "string" },
+      output: { type: "string", short: "o" },
       now: { type: "string" },
       "quiet-days": { type: "string" },
       "max-callers": { type: "string" },

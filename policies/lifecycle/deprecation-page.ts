@@ -159,6 +159,12 @@ svg{display:block}
 }
 `;
 
+/**
+ * The command that builds the page from the logs, as the footer shows it: `--output`, because a
+ * redirect of `npm run` without `-s` puts npm's banner at the top of the file.
+ */
+export const PAGE_COMMAND = "npm run deprecation-report -- --format html --output page.html";
+
 /** The page's Content-Security-Policy: nothing but its own inline style block. */
 export const DEPRECATION_PAGE_CSP = `default-src 'none'; style-src 'sha256-${createHash("sha256").update(STYLE).digest("base64")}'; img-src data:`;
 
@@ -235,8 +241,8 @@ ${page.violations === undefined ? "" : violationSection(page.violations)}
 <footer class="muted">
 <p>${
     page.scope.kind === "fleet"
-      ? "Built by <code>npm run deprecation-report -- --format html</code> from the gateway's log lines."
-      : "Per-day history, contract violations and every replica's calls: <code>npm run deprecation-report -- --format html</code> over the log lines."
+      ? `Built by <code>${PAGE_COMMAND}</code> from the gateway's log lines.`
+      : `Per-day history, contract violations and every replica's calls: <code>${PAGE_COMMAND}</code> over the log lines.`
   }</p>
 </footer>
 </body>

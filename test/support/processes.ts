@@ -200,6 +200,8 @@ export async function runProgram(
   args: readonly string[],
   options: {
     readonly program?: string;
+    /** The directory it runs in: the project's root unless a test plays a user elsewhere. */
+    readonly cwd?: string;
     readonly env?: Record<string, string>;
     readonly stdin?: string;
     /** Past this the program is killed and the run fails: a program that should end never hangs a test. */
@@ -207,7 +209,7 @@ export async function runProgram(
   } = {},
 ): Promise<ProgramRun> {
   const child = spawn(options.program ?? process.execPath, args, {
-    cwd: PROJECT_ROOT,
+    cwd: options.cwd ?? PROJECT_ROOT,
     env: { ...childEnv(), ...options.env },
     stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });

@@ -8,6 +8,7 @@ import { DailyCalls } from "../../../../policies/lifecycle/deprecation-log-lines
 import {
   DEPRECATION_PAGE_CSP,
   escapeHtml,
+  PAGE_COMMAND,
   pageReport,
   renderDeprecationPage,
 } from "../../../../policies/lifecycle/deprecation-page.ts";
@@ -255,6 +256,26 @@ test("a share bar is as long as the consumer's share of every call, 72 % filling
     { consumer: "acme", length: 0.72, label: "72%" },
     { consumer: "globex", length: 0.18, label: "18%" },
   ]);
+});
+
+test("both pages' footers show the command that writes the file with --output, never a redirect", async () => {
+  assert.equal(PAGE_COMMAND, "npm run deprecation-report -- --format html --output page.html");
+  for (const scope of [
+    { kind: "fleet", logLines: 42 },
+    { kind: "replica", since: undefined },
+  ] as const) {
+    const { document } = parseHTML(
+      renderDeprecationPage({
+        report: await pageReport(report, { days: 14, asOf: report.generatedAt }),
+        scope,
+      }),
+    );
+    assert.deepEqual(
+      [...document.querySelectorAll("footer code")].map((code) => code.textContent),
+      [PAGE_COMMAND],
+      scope.kind,
+    );
+  }
 });
 
 test("an operation deprecated without dates says so, with no countdown and no period bar", async () => {
