@@ -10,6 +10,7 @@ import {
   escapeHtml,
   PAGE_COMMAND,
   pageReport,
+  quietAsOf,
   renderDeprecationPage,
 } from "../../../../policies/lifecycle/deprecation-page.ts";
 import type { DeprecationReport } from "../../../../policies/lifecycle/deprecation-report.ts";
@@ -276,6 +277,32 @@ test("both pages' footers show the command that writes the file with --output, n
       scope.kind,
     );
   }
+});
+
+test("quiet counts back from the logs' end, or from the report's instant when that is earlier or unknown", () => {
+  const generatedAt = "2030-11-20T12:00:00.000Z";
+  assert.equal(quietAsOf(generatedAt, undefined), generatedAt);
+  assert.equal(quietAsOf(generatedAt, { to: "2028-11-20T12:00:00.000Z" }), "2028-11-20T12:00:00.000Z");
+  // Lines after --now do not move the end past it.
+  assert.equal(quietAsOf(generatedAt, { to: "2031-01-01T00:00:00.000Z" }), generatedAt);
+});
+
+test("logs that end a day or more before the page's date say so; logs that end that day say nothing", async () => {
+  const notice = async (logsEnd: string) => {
+    const logs = { from: "2030-10-01T00:00:00.000Z", to: logsEnd };
+    const { document } = parseHTML(
+      renderDeprecationPage({
+        report: await pageReport(report, { days: 14, asOf: quietAsOf(report.generatedAt, logs) }),
+        scope: { kind: "fleet", logLines: 42, logs },
+      }),
+    );
+    return document.querySelector(".logs-end")?.textContent;
+  };
+  assert.equal(await notice("2030-11-20T01:00:00.000Z"), undefined);
+  assert.equal(
+    await notice("2030-11-19T12:00:00.000Z"),
+    "The logs end at 2030-11-19 12:00 UTC, 1 day before this page's date: who is quiet, and the day bars, are counted back from the logs' end; the days to sunset from 2030-11-20.",
+  );
 });
 
 test("an operation deprecated without dates says so, with no countdown and no period bar", async () => {
