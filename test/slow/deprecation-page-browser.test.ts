@@ -3,7 +3,7 @@
 // log lines. Tables and bars are there and styled (the style block passed the CSP), the console
 // shows no error and nothing was blocked by the CSP, and screenshots are saved for a person to see.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -88,7 +88,11 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
     const dir = mkdtempSync(join(tmpdir(), "gw-page-"));
     const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex", "initech"], dir);
     const clockFile = join(dir, "clock");
-    setClock = (iso) => writeFileSync(clockFile, String(at(iso)));
+    // By a rename: a process reading the clock while it is rewritten would read "" (the year 1970).
+    setClock = (iso) => {
+      writeFileSync(`${clockFile}.next`, String(at(iso)));
+      renameSync(`${clockFile}.next`, clockFile);
+    };
     setClock("2030-10-20T00:00:00Z");
     backend = await startProgrammableBackend();
     backend.behave(contractBrokenForPet13("<b>seven</b>"));
@@ -212,6 +216,11 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
       const trouble = await watch(page);
       await page.goto(fileUrl);
       assert.deepEqual(pageFigures(await page.content()), jsonFigures(report));
+      // Every line is on the group's clock: the logs run from its start to the last request.
+      assert.match(
+        (await page.locator(".scope").textContent()) ?? "",
+        /^Fleet-wide, from every replica's logs: \d+ log lines from 2030-10-20 00:00 UTC to 2030-11-20 12:00 UTC; calls from 2030-10-25 09:00 UTC to 2030-11-20 10:00 UTC\.$/,
+      );
       assert.equal(await page.locator("svg.daily").count(), 3);
       // acme: 9 calls over 8 days, globex's two calls, initech's 7 days.
       assert.equal(await page.locator("svg.daily rect.bar").count(), 8 + 2 + 7);
