@@ -5,10 +5,11 @@
 // endpoint that fails answers 500 and is logged; it never ends the process.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { errorBody, type GatewayError, gatewayError } from "./errors.ts";
+import { type GatewayError, gatewayError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import { canonicalTarget, parseQuery } from "./pipeline/canonical-request.ts";
 import type { AnyPolicyDefinition, PreparedReport } from "./policy.ts";
+import { markOwnAnswer, sendError, sendJson, sendOwnAnswer } from "./replies.ts";
 
 const NO_SUCH_ENDPOINT = gatewayError("NOT_FOUND", "No such ops endpoint");
 const READ_ONLY = gatewayError("METHOD_NOT_ALLOWED", "Ops endpoints are read-only");
@@ -113,9 +114,7 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
     failure: METRICS_FAILED,
     run: async (res) => {
       await heavyStep();
-      const text = await source.metrics();
-      res.writeHead(200, { "content-type": source.contentType, "cache-control": "no-store" });
-      res.end(text);
+      sendOwnAnswer(res, 200, { "content-type": source.contentType }, await source.metrics());
     },
   });
   // What this port serves, for whoever finds it without the docs.
@@ -136,6 +135,8 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
   return (req, res) => {
     let endpoint = "";
     let failure = ENDPOINT_FAILED;
+    // Every answer of this port is the gateway's own, a policy's report included.
+    markOwnAnswer(res);
     try {
       const target = canonicalTarget(req);
       if (target.refusal !== undefined) return sendError(res, target.refusal, target.closeConnection);
@@ -204,32 +205,4 @@ function snapshot(build: () => Promise<PreparedReport<unknown>>): () => Promise<
       });
     return building;
   };
-}
-
-export function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  writeJson(res, status, JSON.stringify(value));
-}
-
-/** An error of the catalogue: its body is the interface's Error object, as on the public port. */
-export function sendError(res: ServerResponse, error: GatewayError, closeConnection = false): void {
-  writeJson(
-    res,
-    error.status,
-    errorBody(error),
-    closeConnection ? { ...error.headers, connection: "close" } : error.headers,
-  );
-}
-
-function writeJson(
-  res: ServerResponse,
-  status: number,
-  body: string,
-  headers?: Readonly<Record<string, string>>,
-): void {
-  res.writeHead(status, {
-    ...headers,
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-  });
-  res.end(body);
 }

@@ -5,8 +5,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import Negotiator from "negotiator";
 import { gatewayError } from "../../src/errors.ts";
-import { sendError } from "../../src/ops.ts";
 import type { PreparedReport } from "../../src/policy.ts";
+import { sendError, sendOwnAnswer } from "../../src/replies.ts";
 import { slices, sortInSlices } from "../../src/slices.ts";
 import { CSV_QUOTED, FORMULA_START, INTEGER_LITERAL } from "../../src/untrusted-text.ts";
 import {
@@ -113,15 +113,16 @@ export function renderReport(
       report: prepared.page,
       scope: { kind: "replica", since: prepared.countingSince },
     });
-    res.writeHead(200, {
-      "content-type": "text/html; charset=utf-8",
-      "content-length": Buffer.byteLength(page),
-      "content-security-policy": DEPRECATION_PAGE_CSP,
-      "x-content-type-options": "nosniff",
-      "cache-control": "no-store",
-      vary: "accept",
-    });
-    res.end(page);
+    sendOwnAnswer(
+      res,
+      200,
+      {
+        "content-type": "text/html; charset=utf-8",
+        "content-security-policy": DEPRECATION_PAGE_CSP,
+        vary: "accept",
+      },
+      page,
+    );
     return;
   }
   const limit = pageLimit(query.get("limit"));
@@ -134,18 +135,20 @@ export function renderReport(
   const body = csv
     ? reportToCsv(report)
     : `${JSON.stringify(next === undefined ? report : { ...report, next }, null, 2)}\n`;
-  res.writeHead(200, {
-    "content-type": csv ? "text/csv; charset=utf-8" : "application/json",
-    "content-length": Buffer.byteLength(body),
-    "cache-control": "no-store",
-    // Without ?format the Accept header chooses: a cache must not give a browser's page to curl.
-    vary: "accept",
-    // RFC 8288, relative to this request's path, as GitHub's API pages.
-    ...(next !== undefined && {
-      link: `<?${query.has("format") ? `format=${format}&` : ""}limit=${limit}&after=${next}>; rel="next"`,
-    }),
-  });
-  res.end(body);
+  sendOwnAnswer(
+    res,
+    200,
+    {
+      "content-type": csv ? "text/csv; charset=utf-8" : "application/json",
+      // Without ?format the Accept header chooses: a cache must not give a browser's page to curl.
+      vary: "accept",
+      // RFC 8288, relative to this request's path, as GitHub's API pages.
+      ...(next !== undefined && {
+        link: `<?${query.has("format") ? `format=${format}&` : ""}limit=${limit}&after=${next}>; rel="next"`,
+      }),
+    },
+    body,
+  );
 }
 
 function pageLimit(given: string | undefined): number | undefined {

@@ -5,7 +5,7 @@
 import type { ServerResponse } from "node:http";
 import { LRUCache } from "lru-cache";
 import { gatewayError } from "../../src/errors.ts";
-import { sendError, sendJson } from "../../src/ops.ts";
+import { sendError, sendJson } from "../../src/replies.ts";
 import { POINTER_ARRAY_INDEX } from "../../src/untrusted-text.ts";
 
 export type ContractMode = "enforce" | "report" | "off";

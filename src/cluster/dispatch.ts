@@ -12,7 +12,7 @@ import net, { type Socket } from "node:net";
 import type { Logger } from "pino";
 import { type ErrorCode, gatewayError } from "../errors.ts";
 import { UNMATCHED } from "../metrics.ts";
-import { rawAnswer } from "../pipeline/local-replies.ts";
+import { rawAnswer } from "../replies.ts";
 import { CONNECTION, type ConnectionMessage, TAKEN, type TakenMessage, typeOf } from "./protocol.ts";
 
 /**

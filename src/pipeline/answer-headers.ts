@@ -2,6 +2,7 @@
 // headers policies set on the exchange, the request id, nosniff, the operation's reply phases,
 // and Connection: close while the process drains.
 import type { OutgoingHttpHeaders } from "node:http";
+import { withNosniff } from "../replies.ts";
 import { type Chain, runReply } from "./chains.ts";
 import { markClosing } from "./connection-state.ts";
 import type { CoreExchange } from "./exchange.ts";
@@ -23,7 +24,7 @@ export function finishHeaders(
       name === "vary" && headers.vary !== undefined ? `${String(headers.vary)}, ${value}` : value;
   }
   headers["x-request-id"] = exchange.requestId;
-  headers["x-content-type-options"] = "nosniff";
+  withNosniff(headers);
   if (chain) runReply(chain, exchange, status, headers);
   if (draining) headers.connection = "close";
   // Whatever this connection carries after this answer is not for the gateway to judge.

@@ -1,9 +1,9 @@
-// Every answer the gateway writes itself, in one room: a refusal with the Error object, a
+// Every answer the public port writes itself, in one room: a refusal with the Error object, a
 // policy's own answer (a CORS preflight), and the raw answers written straight to a socket when
 // Node's parser refused the request before any handler saw it. A second copy of any of these is
-// where a header or a count goes missing.
+// where a header or a count goes missing; their security headers and bytes are src/replies.ts's.
 import { randomUUID } from "node:crypto";
-import http, { type OutgoingHttpHeaders, type ServerResponse } from "node:http";
+import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
 import { type ErrorCode, errorBody, type GatewayError, gatewayError } from "../errors.ts";
@@ -11,6 +11,7 @@ import { type Metrics, statusLabel, UNMATCHED } from "../metrics.ts";
 import { pendingResponse } from "../node-internals.ts";
 import type { Operation } from "../openapi.ts";
 import type { LocalReply } from "../policy.ts";
+import { ownAnswerHeaders, rawAnswer } from "../replies.ts";
 import { finishHeaders } from "./answer-headers.ts";
 import type { Chain } from "./chains.ts";
 import { isClosing, markClosing } from "./connection-state.ts";
@@ -48,11 +49,10 @@ export function createLocalReplies(
       abandonUpstream(exchange);
       // A message may quote the client's own text (a parameter's name), and with it a key.
       const body = errorBody(error, exchange.redact(error.message));
-      const headers: OutgoingHttpHeaders = {
+      const headers = ownAnswerHeaders({
         "content-type": "application/json",
         "content-length": Buffer.byteLength(body),
-        "cache-control": "no-store",
-      };
+      });
       if (error.headers) for (const name in error.headers) headers[name] = error.headers[name];
       // finishHeaders marks the connection closing, as for any answer that says so.
       if (closeConnection) headers.connection = "close";
@@ -221,19 +221,4 @@ export function writeRawAnswer(socket: Socket, reply: GatewayError, requestId?: 
   markClosing(socket);
   socket.end(rawAnswer(reply, requestId));
   socket.destroySoon();
-}
-
-/** The bytes of an answer written straight to a socket: the Error object, and Connection: close. */
-export function rawAnswer(reply: GatewayError, requestId?: string): string {
-  const body = errorBody(reply);
-  return (
-    `HTTP/1.1 ${reply.status} ${http.STATUS_CODES[reply.status]}\r\n` +
-    "Content-Type: application/json\r\n" +
-    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-    "Cache-Control: no-store\r\n" +
-    "X-Content-Type-Options: nosniff\r\n" +
-    (requestId === undefined ? "" : `X-Request-Id: ${requestId}\r\n`) +
-    "Connection: close\r\n\r\n" +
-    body
-  );
 }
