@@ -10,6 +10,10 @@ export interface GatewayConfig {
   readonly host: string;
   readonly opsPort: number;
   readonly opsHost: string;
+  /** The file holding the ops port's bearer token; undefined: the ops port asks for none. */
+  readonly opsTokenFile: string | undefined;
+  /** With a token, whether /metrics is served without it. */
+  readonly opsMetricsOpen: boolean;
   /** Explicitly chosen environment; undefined means none was chosen. */
   readonly environment: "production" | "staging" | undefined;
   readonly openapi: string;
@@ -82,6 +86,18 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
         type: "string",
         default: "0.0.0.0",
         description: "Ops bind address (e.g. `127.0.0.1` when only a local agent scrapes)",
+      },
+      opsTokenFile: {
+        type: "string",
+        minLength: 1,
+        description:
+          "A file holding the ops port's bearer token (a mounted Secret; read like the key file, reloaded when it changes or on `SIGHUP`). Set: every ops path but `/healthz` and `/readyz` needs `Authorization: Bearer <token>`, `/metrics` included unless `opsMetricsOpen`. Unset: the ops port asks for no token",
+      },
+      opsMetricsOpen: {
+        type: "boolean",
+        default: false,
+        description:
+          "With `opsTokenFile` set, serve `/metrics` without the token (its labels name consumers: open it only where the port is private)",
       },
       environment: {
         enum: ["production", "staging"],

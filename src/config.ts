@@ -18,6 +18,8 @@ export const CORE_ENVIRONMENT: Readonly<Record<string, string>> = {
   PORT: "/port",
   HOST: "/host",
   OPS_PORT: "/opsPort",
+  OPS_HOST: "/opsHost",
+  OPS_TOKEN_FILE: "/opsTokenFile",
   UPSTREAM_URL: "/upstream/url",
   ENVIRONMENT: "/environment",
   OPENAPI_FILE: "/openapi",

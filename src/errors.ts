@@ -21,6 +21,7 @@ export type CoreReason =
   | "routing"
   | "validation"
   | "upstream"
+  | "ops" // the ops port's token
   | "internal";
 
 export const coreCatalogue = {
@@ -67,6 +68,13 @@ export const coreCatalogue = {
     reason: "internal",
     message: "The gateway holds as many answers as it may; try again shortly",
   },
+  // The ops port's own (opsTokenFile): every path but /healthz and /readyz, when a token is set.
+  MISSING_OPS_TOKEN: {
+    status: 401,
+    reason: "ops",
+    message: "This ops endpoint needs the ops token: Authorization: Bearer <token>",
+  },
+  INVALID_OPS_TOKEN: { status: 401, reason: "ops", message: "The ops token is not valid" },
   INTERNAL_ERROR: { status: 500, reason: "internal", message: "The gateway failed to handle the request" },
 } as const satisfies Record<string, CatalogueEntry & { readonly reason: CoreReason }>;
 

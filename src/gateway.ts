@@ -9,6 +9,7 @@ import { createMetrics, type Metrics } from "./metrics.ts";
 import { type ApiDescription, loadApiDescription } from "./openapi.ts";
 import { createOpsHandler, localOpsSource, reportsOf } from "./ops.ts";
 import { reclaimLeastRecentlyActive } from "./ops-connections.ts";
+import { type OpsToken, openOpsToken } from "./ops-token.ts";
 import type { NamedPolicy } from "./pipeline/chains.ts";
 import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
 import { answerClientError, answerConnect, answerOpsClientError } from "./pipeline/local-replies.ts";
@@ -30,6 +31,11 @@ export interface GatewayOptions {
   readonly now?: () => number;
   /** Log the plan's warnings (default true); a cluster's workers leave them to the primary, which logs them once. */
   readonly startupWarnings?: boolean;
+  /**
+   * Serve the ops endpoints (default true). A cluster's workers leave them to the primary: they
+   * do not read the ops token, and their handleOps answers only the probes.
+   */
+  readonly ops?: boolean;
 }
 
 export interface Gateway {
@@ -85,6 +91,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       ]),
     ],
   };
+  // Read before any policy starts: a token file that cannot be read stops start-up like a key file.
+  const serveOps = options.ops ?? true;
+  const token = serveOps ? opsTokenOf(config, logger) : undefined;
   const instances: PolicyInstance[] = [];
   const named: NamedPolicy[] = [];
   try {
@@ -96,6 +105,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   } catch (error) {
     for (const instance of instances) void instance.close?.();
+    void token?.close();
     // Bad policy options are a configuration problem: one line naming the field, no stack.
     throw error instanceof ConfigError || !(error instanceof Error) ? error : new ConfigError(error.message);
   }
@@ -121,6 +131,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     isReady,
     source: localOpsSource(metrics, collectReport),
     logger,
+    token: serveOps ? token : NO_TOKEN,
+    metricsOpen: config.opsMetricsOpen,
   });
 
   return {
@@ -136,15 +148,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     endAtDeadline: (res) => pipeline.endAtDeadline(res),
     async reload(why) {
       // Isolated like a phase: a policy whose reload fails keeps what it had, and says so.
-      await Promise.all(
-        named.map(async ({ name, instance }) => {
+      await Promise.all([
+        token?.reload(why),
+        ...named.map(async ({ name, instance }) => {
           try {
             await instance.reload?.(why);
           } catch (error) {
             logger.error({ policy: name, phase: "reload", error: String(error) }, "policy failed");
           }
         }),
-      );
+      ]);
     },
     drain() {
       draining = true;
@@ -152,10 +165,22 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     async close() {
       pipeline.close();
-      await Promise.all(instances.map((instance) => instance.close?.()));
+      await Promise.all([token?.close(), ...instances.map((instance) => instance.close?.())]);
     },
   };
 }
+
+/** The ops port's token when the config names a file (read now: a ConfigError when it cannot be). */
+export function opsTokenOf(config: GatewayConfig, logger: Logger): OpsToken | undefined {
+  return config.opsTokenFile === undefined ? undefined : openOpsToken({ file: config.opsTokenFile, logger });
+}
+
+// A cluster worker's ops handler is never mounted: should it ever be, no token opens it.
+const NO_TOKEN: OpsToken = {
+  accepts: () => false,
+  reload: async () => {},
+  close: async () => {},
+};
 
 /** Each thing the document asks that the gateway will not do as written: one warn line. */
 export function logPlanWarnings(logger: Logger, plan: GatewayPlan): void {

@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:
 import type { Logger } from "pino";
 import { type GatewayError, gatewayError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
+import type { OpsToken } from "./ops-token.ts";
 import { canonicalTarget, parseQuery } from "./pipeline/canonical-request.ts";
 import type { AnyPolicyDefinition, PreparedReport } from "./policy.ts";
 import { markOwnAnswer, sendError, sendJson, sendOwnAnswer } from "./replies.ts";
@@ -72,7 +73,18 @@ export interface OpsOptions {
   readonly source: OpsSource;
   /** Where an endpoint that fails is logged. */
   readonly logger: Logger;
+  /** Set: every path but the probes' needs this bearer token (opsTokenFile). */
+  readonly token?: OpsToken | undefined;
+  /** With a token, /metrics is served without it (opsMetricsOpen). */
+  readonly metricsOpen?: boolean;
 }
+
+/** What the kubelet (and the image's HEALTHCHECK) probe: never behind the token, they send none. */
+const PROBES: ReadonlySet<string> = new Set(["/healthz", "/readyz"]);
+const MISSING_TOKEN = gatewayError("MISSING_OPS_TOKEN", undefined, { "www-authenticate": "Bearer" });
+const INVALID_TOKEN = gatewayError("INVALID_OPS_TOKEN", undefined, {
+  "www-authenticate": 'Bearer error="invalid_token"',
+});
 
 /** This process's own metrics and report parts. */
 export function localOpsSource(metrics: Metrics, collectReport: (path: string) => unknown): OpsSource {
@@ -84,7 +96,11 @@ export function localOpsSource(metrics: Metrics, collectReport: (path: string) =
 }
 
 export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { source, logger } = options;
+  const { source, logger, token } = options;
+  // Which paths need the token: asked before the routes, so that without it an unknown path and
+  // a report look alike (a 401 names no endpoint).
+  const open = new Set(PROBES);
+  if (options.metricsOpen) open.add("/metrics");
   const routes = new Map<string, OpsRoute>();
   const heavyStep = oneHeavyStepPerTurn();
   for (const [path, report] of options.reports) {
@@ -140,6 +156,11 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
     try {
       const target = canonicalTarget(req);
       if (target.refusal !== undefined) return sendError(res, target.refusal, target.closeConnection);
+      if (token !== undefined && !open.has(target.path)) {
+        const { authorization } = req.headers;
+        if (authorization === undefined) return sendError(res, MISSING_TOKEN);
+        if (!token.accepts(authorization)) return sendError(res, INVALID_TOKEN);
+      }
       const route = routes.get(target.path);
       if (!route) return sendError(res, NO_SUCH_ENDPOINT);
       if (req.method !== "GET" && req.method !== "HEAD") return sendError(res, READ_ONLY);

@@ -54,6 +54,7 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     environment: setup.environment,
     logger,
     startupWarnings: options.startupWarnings ?? true,
+    ops: options.ops,
   });
   const intake = options.intake?.(server);
   await Promise.all([

@@ -3,6 +3,9 @@
 // either port, those Node's parser makes included. A browser never sniffs one into a page, and
 // no cache keeps a report that names consumers or a refusal that held a moment ago.
 import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
 import { definePolicy } from "../src/policy.ts";
@@ -13,6 +16,9 @@ import { writeKeysFile } from "./support/keys.ts";
 import { type RawResponse, rawExchange } from "./support/raw-socket.ts";
 
 const keys = writeKeysFile(["acme"]);
+const TOKEN = "own-answers-token-0123456789abcdef";
+const tokenDir = mkdtempSync(join(tmpdir(), "gw-own-answers-"));
+writeFileSync(join(tokenDir, "token"), TOKEN);
 
 // A report whose collector throws: the ops port's 500.
 const faultyOps = definePolicy({
@@ -43,13 +49,14 @@ describe("every answer the gateway writes itself is never sniffed and never stor
   const pub = () => Number(new URL(gw.origin).port);
   const send = async (port: number, head: string) =>
     (await rawExchange(port, `${head}\r\nHost: x\r\nConnection: close\r\n\r\n`)).responses[0];
+  const withToken = `\r\nAuthorization: Bearer ${TOKEN}`;
   before(async () => {
     backend = await startProgrammableBackend();
     backend.behave(contractAnswer);
     gw = await startGateway({
       upstreamUrl: backend.url,
       policies: [...policies, faultyOps],
-      config: { policies: { auth: { keysFile: keys.file } } },
+      config: { opsTokenFile: join(tokenDir, "token"), policies: { auth: { keysFile: keys.file } } },
     });
   });
   after(async () => {
@@ -58,7 +65,7 @@ describe("every answer the gateway writes itself is never sniffed and never stor
   });
 
   test("each endpoint the ops port lists, in each format, for GET and HEAD", async () => {
-    const listing = assertOwnAnswer(await send(ops(), `GET / HTTP/1.1`), "GET /");
+    const listing = assertOwnAnswer(await send(ops(), `GET / HTTP/1.1${withToken}`), "GET /");
     const { endpoints } = JSON.parse(listing.body) as { endpoints: string[] };
     assert.ok(endpoints.includes("/metrics") && endpoints.includes("/deprecations"), listing.body);
     const targets = [
@@ -71,7 +78,7 @@ describe("every answer the gateway writes itself is never sniffed and never stor
     for (const target of targets) {
       for (const method of ["GET", "HEAD"]) {
         const answer = assertOwnAnswer(
-          await send(ops(), `${method} ${target} HTTP/1.1`),
+          await send(ops(), `${method} ${target} HTTP/1.1${withToken}`),
           `${method} ${target}`,
         );
         assert.ok(answer.status < 400, `${method} ${target}: ${answer.status}`);
@@ -79,16 +86,18 @@ describe("every answer the gateway writes itself is never sniffed and never stor
     }
   });
 
-  test("each refusal of the ops port: the routes', the query's, a report's, a failure's, the parser's", async () => {
+  test("each refusal of the ops port: the token's, the routes', the query's, a report's, a failure's, the parser's", async () => {
     const refusals: [string, number][] = [
-      [`GET /nothing-here HTTP/1.1`, 404],
-      [`POST /metrics HTTP/1.1\r\nContent-Length: 0`, 405],
-      [`GET /deprecations?format=csv&format=csv HTTP/1.1`, 400],
-      [`GET /deprecations?limit=0 HTTP/1.1`, 400],
-      [`GET /deprecations?after=nonsense HTTP/1.1`, 400],
-      [`GET /contract/violations?operation=nope HTTP/1.1`, 404],
-      [`GET //metrics HTTP/1.1`, 400],
-      [`GET /broken HTTP/1.1`, 500],
+      ["GET /metrics HTTP/1.1", 401],
+      ["GET /metrics HTTP/1.1\r\nAuthorization: Bearer not-the-token", 401],
+      [`GET /nothing-here HTTP/1.1${withToken}`, 404],
+      [`POST /metrics HTTP/1.1${withToken}\r\nContent-Length: 0`, 405],
+      [`GET /deprecations?format=csv&format=csv HTTP/1.1${withToken}`, 400],
+      [`GET /deprecations?limit=0 HTTP/1.1${withToken}`, 400],
+      [`GET /deprecations?after=nonsense HTTP/1.1${withToken}`, 400],
+      [`GET /contract/violations?operation=nope HTTP/1.1${withToken}`, 404],
+      [`GET //metrics HTTP/1.1${withToken}`, 400],
+      [`GET /broken HTTP/1.1${withToken}`, 500],
       ["GET /healthz HTTP/1.1\r\nX-Big: " + "a".repeat(20_000), 431],
       ["GET /healthz HTTP/1.1\r\nBad Header: x", 400],
     ];

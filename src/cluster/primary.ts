@@ -7,7 +7,7 @@ import cluster, { type Worker } from "node:cluster";
 import type { AddressInfo } from "node:net";
 import { availableParallelism } from "node:os";
 import { Counter, Gauge, Registry } from "prom-client";
-import { buildOpsServer, logPlanWarnings } from "../gateway.ts";
+import { buildOpsServer, logPlanWarnings, opsTokenOf } from "../gateway.ts";
 import { listen } from "../listen.ts";
 import type { LoggerHandle } from "../logger.ts";
 import { type ApiDescription, loadApiDescription } from "../openapi.ts";
@@ -97,6 +97,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     planGateway({ api, config, policies: setup.policies, environment: setup.environment, now: Date.now }),
   );
   const reports = reportsOf(setup.policies, config.policies);
+  // The ops port is the primary's: so is its token (the workers never read it).
+  const token = opsTokenOf(config, logger);
 
   // The primary's own series; the gateway's are the workers'.
   const registry = new Registry();
@@ -217,6 +219,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       isReady: () => !stopping && slots.some((slot) => slot.listening),
       source: collection.source,
       logger,
+      token,
+      metricsOpen: config.opsMetricsOpen,
     }),
     config.server,
   );
@@ -253,6 +257,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     },
   });
   process.on("SIGHUP", () => {
+    void token?.reload("SIGHUP");
     for (const slot of live()) tell(slot.worker as Worker, { type: RELOAD });
   });
 

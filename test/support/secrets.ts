@@ -9,12 +9,24 @@ import { type ApiKey, sha256 } from "./keys.ts";
  * lines, error bodies, /metrics). A digest is what the key file holds: it must not leak either.
  */
 export function assertNoSecrets(keys: readonly ApiKey[], texts: Iterable<string>, where: string): number {
-  const secrets = keys.flatMap(({ key }) => [key, sha256(key)]);
+  return assertNoneOf(
+    keys.map(({ key }) => key),
+    texts,
+    where,
+  );
+}
+
+/**
+ * Asserts that none of the clear secrets (API keys, the ops token), nor the SHA-256 digest of one
+ * (what the gateway holds), appears in any of the texts.
+ */
+export function assertNoneOf(clear: readonly string[], texts: Iterable<string>, where: string): number {
+  const secrets = clear.flatMap((secret) => [secret, sha256(secret)]);
   let checked = 0;
   for (const text of texts) {
     checked++;
     for (const secret of secrets) {
-      assert.ok(!text.includes(secret), `${where} holds a key or its digest: ${text.slice(0, 300)}`);
+      assert.ok(!text.includes(secret), `${where} holds a secret or its digest: ${text.slice(0, 300)}`);
     }
   }
   return checked;

@@ -17,3 +17,13 @@ test("a numeric setting given as text is a number: PORT, OPS_PORT and WORKERS", 
 test("a numeric setting given words is refused with the variable's name, not read as text", () => {
   assert.throws(() => loadConfig({ policies, env: { PORT: "eighty" } }), /PORT/);
 });
+
+test("OPS_HOST binds the ops port where the config file would: the variable names the setting", () => {
+  const config = loadConfig({ policies, env: { OPS_HOST: "127.0.0.1" } });
+  assert.equal(config.opsHost, "127.0.0.1");
+});
+
+test("OPS_TOKEN_FILE is a file name, digits or not, and no token is asked for without it", () => {
+  assert.equal(loadConfig({ policies, env: {} }).opsTokenFile, undefined);
+  assert.equal(loadConfig({ policies, env: { OPS_TOKEN_FILE: "2024" } }).opsTokenFile, "2024");
+});
