@@ -260,6 +260,31 @@ describe("kubectl kustomize deploy/kubernetes", { skip: noKubectl }, () => {
     assert.ok(env("UPSTREAM_URL"));
   });
 
+  test("the ops token: a Secret the pods mount as a directory and the ServiceMonitor sends, never held in the base", () => {
+    const name = "petstore-gateway-ops-token";
+    assert.ok(
+      !objects.some((object) => object.kind === "Secret" && object.metadata.name === name),
+      "no token is committed: the Secret is made in the cluster",
+    );
+    const volume = (pod().spec.volumes as { name: string; secret?: { secretName: string } }[]).find(
+      (entry) => entry.secret?.secretName === name,
+    );
+    assert.ok(volume, "the token's Secret is a volume");
+    const mount = (container().volumeMounts as { name: string; mountPath: string; subPath?: string }[]).find(
+      (entry) => entry.name === volume.name,
+    );
+    assert.ok(mount, "the token's Secret is mounted");
+    assert.equal(mount.subPath, undefined, "a directory: a subPath mount never sees a rotated token");
+    assert.equal(env("OPS_TOKEN_FILE"), `${mount.mountPath}/token`);
+    // /metrics stays behind the token; the probes are open whatever the config says.
+    assert.equal(config().opsMetricsOpen, false);
+    const monitor = ofKind(objects, "ServiceMonitor");
+    assert.deepEqual(
+      monitor.spec.endpoints.map((endpoint: { bearerTokenSecret?: unknown }) => endpoint.bearerTokenSecret),
+      [{ name, key: "token" }],
+    );
+  });
+
   test("the public and the ops ports have Services of their own, selecting the gateway's pods", () => {
     const labels = pod().metadata.labels as Record<string, string>;
     const publicService = ofKind(objects, "Service", "petstore-gateway");
