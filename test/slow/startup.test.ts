@@ -288,7 +288,7 @@ test("a busy ops port stops start-up with one line naming the address and its se
     assert.equal(code, 1, `WORKERS=${workers}`);
     assert.equal(
       stderr,
-      `petstore-gateway: cannot listen on 127.0.0.1:${port} (opsHost, OPS_PORT / opsPort): listen EADDRINUSE: address already in use 127.0.0.1:${port}\n`,
+      `petstore-gateway: cannot listen on 127.0.0.1:${port} (OPS_HOST / opsHost, OPS_PORT / opsPort): listen EADDRINUSE: address already in use 127.0.0.1:${port}\n`,
       `WORKERS=${workers}`,
     );
   }
