@@ -3,7 +3,6 @@
 // then goes through its response phases in reverse order, and every request ends in one observe
 // step. Each step lives in a file of its own in this folder; here is only their order. The core
 // calls policies only through their phases; it knows none of them by name.
-import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config-schema.ts";
@@ -15,25 +14,14 @@ import { trustedProxies } from "../trusted-proxies.ts";
 import { createAnswerBudget } from "./answer-budget.ts";
 import { createBasePathHint } from "./base-path-hint.ts";
 import { markExpectingContinue, readBody } from "./body.ts";
-import { canonicalTarget, parseQuery, scrubRequestHeaders, serializeQuery } from "./canonical-request.ts";
-import {
-  buildArrival,
-  buildChains,
-  type Chain,
-  isCredential,
-  type NamedPolicy,
-  runArrival,
-  runRequest,
-  runRequestBody,
-} from "./chains.ts";
+import type { Chain, NamedPolicy } from "./chains.ts";
 import { admitRequest, isClosing, requestEnded, waitTurn } from "./connection-state.ts";
 import type { CoreExchange } from "./exchange.ts";
-import { exchangeOf, newExchange } from "./exchange.ts";
+import { exchangeOf } from "./exchange.ts";
 import { clientAddressOf, forward } from "./forward.ts";
 import { createLocalReplies } from "./local-replies.ts";
 import { createObserve } from "./observe.ts";
-import { dropUnusualHeaders } from "./request-headers.ts";
-import { clientRequestId, isCredentialAsId } from "./request-id.ts";
+import { createRequestJudge } from "./request-judge.ts";
 import { createUpstreamAnswers } from "./upstream-answer.ts";
 
 export { CORE_RESPONSE_HEADERS } from "./answer-headers.ts";
@@ -76,32 +64,9 @@ const GATEWAY_BUSY = gatewayError("GATEWAY_BUSY", undefined, { "retry-after": "1
 
 export function createPipeline(options: PipelineOptions): Pipeline {
   const { config, api, metrics, logger } = options;
-  const { router } = api;
-  // A policy that throws fails its request, not the process (chains.ts): logged here.
-  const policyFailed = (
-    policy: string,
-    phase: string,
-    exchange: CoreExchange | undefined,
-    error: unknown,
-  ) => {
-    if (exchange) exchange.facts.policyFailed = `${policy} ${phase}`;
-    logger.error(
-      {
-        reqId: exchange?.requestId,
-        operation: exchange?.operation?.id,
-        policy,
-        phase,
-        // A policy's error may quote the request it failed on.
-        error: redactedError(error, exchange),
-      },
-      "policy failed",
-    );
-  };
-  const chains = buildChains(api.operations, options.policies, policyFailed);
-  const arrival = buildArrival(options.policies, policyFailed);
-  const recognizesCredential = (value: string) => isCredential(arrival, value);
+  const judgeRequest = createRequestJudge({ api, policies: options.policies, logger });
+  const { chains } = judgeRequest;
   const isTrustedProxy = trustedProxies(config.server.trustedProxies);
-  const basePathLength = api.basePath.length;
   const tooLargeMessage = `the request body is over ${config.server.maxRequestBodyBytes} bytes`;
   let draining = false;
 
@@ -156,47 +121,18 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       req.resume();
       return;
     }
-    const clientId = clientRequestId(req.headers);
-    const credentialAsId =
-      clientId !== undefined && isCredentialAsId(clientId, req.headers.authorization, recognizesCredential);
-    const exchange = newExchange(
-      req,
-      res,
-      clientId !== undefined && !credentialAsId ? clientId : randomUUID(),
-      clientAddressOf(req, isTrustedProxy),
-      recognizesCredential,
-    );
-    // Replacing a known key tells the client it is one: the operator sees that somebody tried.
-    if (credentialAsId) exchange.facts.requestIdReplaced = "credential";
+    const exchange = judgeRequest.open(req, res, clientAddressOf(req, isTrustedProxy));
     res.once("close", onResponseClose);
     req.on("error", ignoreClientError);
     res.on("error", ignoreClientError);
 
-    const target = canonicalTarget(req);
-    if (target.refusal !== undefined) return reject(exchange, target.refusal, target.closeConnection);
-    const { path, rawQuery } = target;
-    scrubRequestHeaders(req.headers);
-    const reply = runArrival(arrival, exchange);
-    if (reply) return "code" in reply ? reject(exchange, reply) : answerLocally(exchange, reply);
-    const badQuery = parseQuery(rawQuery, exchange.query);
-    if (badQuery !== undefined) return reject(exchange, badQuery);
-    const match = router.match(req.method ?? "", path);
-    if (match.kind === "not-found") return reject(exchange, gatewayError("NOT_FOUND"));
-    if (match.kind === "method-not-allowed") {
-      return reject(exchange, gatewayError("METHOD_NOT_ALLOWED", undefined, { allow: match.allow }));
-    }
-    exchange.operation = match.operation;
-    exchange.pathParams = match.pathParams;
-    const chain = chains.get(match.operation) as Chain;
-    // Before any policy reads them: what a backend could fold onto a header the gateway sets.
-    dropUnusualHeaders(req.rawHeaders, req.headers, chain.unusualHeaders);
-    const refusal = runRequest(chain, exchange);
-    if (refusal) return reject(exchange, refusal);
-    // The backend's own base path replaces the public one; http-proxy-3 prepends the target's path.
-    req.url = exchange.queryChanged
-      ? `${path.slice(basePathLength)}?${serializeQuery(exchange.query)}`
-      : exchange.url.slice(basePathLength);
-    if (match.operation.requestBody === undefined) return send(exchange, chain);
+    const verdict = judgeRequest.head(exchange);
+    if (verdict.kind === "refuse") return reject(exchange, verdict.error, verdict.closeConnection);
+    if (verdict.kind === "answer") return answerLocally(exchange, verdict.reply);
+    const { chain } = verdict;
+    // http-proxy-3 prepends the target's path.
+    req.url = verdict.upstreamTarget;
+    if (verdict.operation.requestBody === undefined) return send(exchange, chain);
     readBody(exchange, chain, config.server.maxRequestBodyBytes, bodyRead, refuseTooLarge);
   }
 
@@ -211,8 +147,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   }
 
   function bodyRead(exchange: CoreExchange, chain: Chain): void {
-    const refusal = runRequestBody(chain, exchange);
-    if (refusal) return reject(exchange, refusal);
+    const error = judgeRequest.body(exchange, chain);
+    if (error) return reject(exchange, error);
     send(exchange, chain);
   }
 
@@ -252,13 +188,4 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
 function ignoreClientError(): void {
   // A client that goes away mid-request is not the gateway's fault; 'close' observes it.
-}
-
-function redactedError(
-  error: unknown,
-  exchange: CoreExchange | undefined,
-): string | { message: string; stack: string } {
-  const redact = (text: string) => (exchange ? exchange.redact(text) : text);
-  if (!(error instanceof Error)) return redact(String(error));
-  return { message: redact(error.message), stack: redact(error.stack ?? "") };
 }
