@@ -6,6 +6,8 @@ import type { AnyPolicyDefinition } from "./policy.ts";
 import { DEFAULT_OPENAPI_FILE } from "./project-files.ts";
 
 export interface GatewayConfig {
+  /** proxy: the gateway forwards to the backend; decision: a proxy in front asks it (src/decision/). */
+  readonly mode: "proxy" | "decision";
   readonly port: number;
   readonly host: string;
   readonly opsPort: number;
@@ -74,6 +76,12 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
       $schema: {
         type: "string",
         description: "The JSON Schema an editor checks the file against; the gateway does not read it",
+      },
+      mode: {
+        enum: ["proxy", "decision"],
+        default: "proxy",
+        description:
+          "`proxy`: the gateway sits in the path and forwards to the backend. `decision`: a proxy the team already runs (nginx `auth_request`, Envoy `ext_authz`) asks the gateway at `/decide/<proxy>` whether to let each request through, and forwards it itself; no upstream is needed (docs/plugin-mode.md)",
       },
       port: { ...PORT, default: 8080, description: "Public port (the API)" },
       host: { type: "string", default: "0.0.0.0", description: "Public bind address" },

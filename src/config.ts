@@ -15,6 +15,7 @@ import { isIpRange } from "./trusted-proxies.ts";
 
 /** Environment variable -> JSON pointer of the config field it sets. */
 export const CORE_ENVIRONMENT: Readonly<Record<string, string>> = {
+  GATEWAY_MODE: "/mode",
   PORT: "/port",
   HOST: "/host",
   OPS_PORT: "/opsPort",

@@ -3,6 +3,7 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { GatewayConfig } from "./config-schema.ts";
+import { createDecisionPipeline } from "./decision/index.ts";
 import { catalogueOf, type ErrorCode, gatewayError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
@@ -22,7 +23,7 @@ export interface GatewayOptions {
   readonly config: GatewayConfig;
   /** The policies in their fixed order (policies/index.ts). */
   readonly policies: readonly AnyPolicyDefinition[];
-  /** The backend, including its base path, e.g. http://pets:3000/v1. */
+  /** The backend, including its base path, e.g. http://pets:3000/v1 (unused in decision mode). */
   readonly upstreamUrl: string;
   /** "production", "staging", or "demo". */
   readonly environment: string;
@@ -42,6 +43,11 @@ export interface Gateway {
   readonly api: ApiDescription;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /**
+   * The request headers the policies set for the backend, and the response headers the gateway
+   * adds to answers (lower case): what a proxy in front must carry in decision mode.
+   */
+  readonly ownHeaders: { readonly request: readonly string[]; readonly response: readonly string[] };
   /** The public handler: mount it on any http.Server. */
   readonly handle: (req: IncomingMessage, res: ServerResponse) => void;
   /** For the server's 'checkContinue' event: 100 Continue only once the request's head is accepted. */
@@ -109,7 +115,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     // Bad policy options are a configuration problem: one line naming the field, no stack.
     throw error instanceof ConfigError || !(error instanceof Error) ? error : new ConfigError(error.message);
   }
-  const pipeline = createPipeline({
+  // One engine, two front doors: decision mode answers a proxy in front instead of forwarding.
+  const pipeline = (config.mode === "decision" ? createDecisionPipeline : createPipeline)({
     config,
     api,
     policies: named,
@@ -139,6 +146,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     api,
     metrics,
     logger,
+    ownHeaders: {
+      request: [...new Set(instances.flatMap((instance) => instance.requestHeaders ?? []))],
+      response: context.responseHeaders(),
+    },
     handle: pipeline.handle,
     handleExpectingContinue: pipeline.handleExpectingContinue,
     handleOps,

@@ -13,13 +13,17 @@ import type { ApiDescription } from "./openapi.ts";
 import { optionsOf } from "./policy.ts";
 import { logListening, type ProcessSetup, serve } from "./serve.ts";
 import { StartupError } from "./startup-errors.ts";
-import { chooseUpstream } from "./upstream-choice.ts";
+import { chooseUpstream, type UpstreamChoice } from "./upstream-choice.ts";
 
 async function main(): Promise<void> {
   // A worker gets its whole setup from the primary, the demo backend's address included.
   if (cluster.isWorker) return runWorker(policies);
   let config = loadConfig({ policies });
-  const choice = chooseUpstream(config);
+  // In decision mode the proxy in front forwards: there is no upstream, and no demo to front.
+  const choice: UpstreamChoice =
+    config.mode === "decision"
+      ? { kind: "configured", url: "", environment: config.environment ?? "production" }
+      : chooseUpstream(config);
   let demo: DemoSetup | undefined;
   if (choice.kind === "demo") {
     // Once per machine, in the primary: every worker proxies to it and shares its key file.

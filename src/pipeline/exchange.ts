@@ -28,6 +28,11 @@ export interface CoreExchange extends Exchange {
   upstreamStartedAt: number;
   upstreamEndedAt: number;
   upstreamStatus: number;
+  /**
+   * The status of an answer the gateway composed but a proxy in front delivers in another form
+   * (decision mode's nginx door sends every refusal as 403): what metrics and the log count. 0: none.
+   */
+  carriedStatus: number;
   finished: boolean;
   /** Bytes of the answer held to be judged whole, and the cap reserved until it arrives (answer-budget.ts). */
   heldAnswerBytes: number;
@@ -60,6 +65,7 @@ class RequestExchange implements CoreExchange {
   upstreamStartedAt = 0;
   upstreamEndedAt = 0;
   upstreamStatus = 0;
+  carriedStatus = 0;
   finished = false;
   heldAnswerBytes = 0;
   reservedAnswerBytes = 0;

@@ -27,10 +27,28 @@ export interface LocalReplies {
   answerLocally(exchange: CoreExchange, reply: LocalReply): void;
 }
 
+/**
+ * How an answer the gateway composed goes out: written to the client as it is (proxy mode), or
+ * carried by a proxy in front that can pass only some answers on (decision mode: src/decision/).
+ * body is undefined for a HEAD request and for answers without one.
+ */
+export type AnswerWriter = (
+  exchange: CoreExchange,
+  status: number,
+  headers: OutgoingHttpHeaders,
+  body: string | undefined,
+) => void;
+
+const WRITE_TO_CLIENT: AnswerWriter = (exchange, status, headers, body) => {
+  exchange.res.writeHead(status, headers);
+  exchange.res.end(body);
+};
+
 export function createLocalReplies(
   chains: ReadonlyMap<Operation, Chain>,
   abandonUpstream: (exchange: CoreExchange) => void,
   isDraining: () => boolean,
+  write: AnswerWriter = WRITE_TO_CLIENT,
 ): LocalReplies {
   return {
     reject(exchange, error, closeConnection = false) {
@@ -63,10 +81,8 @@ export function createLocalReplies(
         headers,
         isDraining(),
       );
-      const { res } = exchange;
-      res.writeHead(error.status, headers);
-      res.end(exchange.req.method === "HEAD" ? undefined : body);
-      if (closeConnection) res.once("finish", () => exchange.req.socket.destroySoon());
+      write(exchange, error.status, headers, exchange.req.method === "HEAD" ? undefined : body);
+      if (closeConnection) exchange.res.once("finish", () => exchange.req.socket.destroySoon());
     },
 
     answerLocally(exchange, reply) {
@@ -74,8 +90,7 @@ export function createLocalReplies(
       exchange.facts.localReply = reply.reason;
       const headers: OutgoingHttpHeaders = { ...reply.headers, "content-length": 0 };
       finishHeaders(exchange, undefined, reply.status, headers, isDraining());
-      exchange.res.writeHead(reply.status, headers);
-      exchange.res.end();
+      write(exchange, reply.status, headers, undefined);
     },
   };
 }

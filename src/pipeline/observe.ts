@@ -77,7 +77,7 @@ export function createObserve(
     if (exchange.finished) return;
     exchange.finished = true;
     if (exchange.upstreamStartedAt !== 0 && exchange.upstreamEndedAt === 0) abandonUpstream(exchange);
-    let status = this.statusCode;
+    let status = exchange.carriedStatus || this.statusCode;
     if (!this.writableFinished) {
       exchange.facts.aborted = true;
       // Cut mid-answer: by the shutdown deadline (the status the client was getting), by the

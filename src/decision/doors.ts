@@ -1,0 +1,150 @@
+// The front doors of decision mode: one fixed endpoint per proxy, each reading the original
+// request only from what that proxy sets on every call (never guessed from the request's shape,
+// never from a header a client could send through), and answering in the form that proxy acts on.
+// A new proxy (Caddy, Traefik, HAProxy: issue 32) is one more door here and its config generator.
+import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
+import type { CoreExchange } from "../pipeline/exchange.ts";
+import type { AnswerWriter } from "../pipeline/local-replies.ts";
+import { unmappedAddress } from "../trusted-proxies.ts";
+import { carryAnswer } from "./carried-answer.ts";
+
+/** Where every door lives: /decide/<proxy>. */
+export const DECIDE_PREFIX = "/decide/";
+
+/** The headers of an allow answer a proxy acts on (lower case). */
+export const UPSTREAM_URI_HEADER = "x-gateway-upstream-uri";
+/** nginx: the value the backend gets for an owned request header, `x-gateway-upstream-<name>`. */
+export const UPSTREAM_HEADER_PREFIX = "x-gateway-upstream-";
+/** Envoy: the owned request headers to remove from the request the backend gets. */
+export const ENVOY_HEADERS_TO_REMOVE = "x-envoy-auth-headers-to-remove";
+
+/** What nginx's generated config sets on every auth_request call, overwriting any client copy. */
+export const NGINX_ORIGINAL = {
+  method: "x-original-method",
+  uri: "x-original-uri",
+  contentLength: "x-original-content-length",
+  transferEncoding: "x-original-transfer-encoding",
+} as const;
+
+export interface Door {
+  readonly name: string;
+  /**
+   * Rewrites the check request into the original one (its method, target and body headers) and
+   * returns the client's address; or says what the proxy failed to send (the call is refused:
+   * the proxy then fails closed).
+   */
+  enter(req: IncomingMessage): { readonly clientAddress: string } | { readonly problem: string };
+  /** The proxy sends the request body along (Envoy's with_request_body): body phases run. */
+  readonly readsBody: boolean;
+  /** How a refusal or a local answer reaches the client through this proxy; undefined: as it is. */
+  readonly carry: AnswerWriter | undefined;
+  /**
+   * The allow answer: the client's headers (finishHeaders'), what the backend gets for each owned
+   * request header and the backend's target.
+   */
+  allowHeaders(
+    exchange: CoreExchange,
+    clientHeaders: OutgoingHttpHeaders,
+    ownedRequestHeaders: readonly string[],
+    upstreamTarget: string,
+  ): OutgoingHttpHeaders;
+}
+
+const NGINX: Door = {
+  name: "nginx",
+  enter(req) {
+    const { headers } = req;
+    const method = headers[NGINX_ORIGINAL.method];
+    const uri = headers[NGINX_ORIGINAL.uri];
+    const address = lastHop(headers["x-forwarded-for"]);
+    if (typeof method !== "string" || method === "" || typeof uri !== "string" || address === undefined) {
+      return { problem: "nginx did not set X-Original-Method, X-Original-URI and X-Forwarded-For" };
+    }
+    // auth_request sends no body: what the client declared goes where the request phases read it.
+    const length = headers[NGINX_ORIGINAL.contentLength];
+    const coding = headers[NGINX_ORIGINAL.transferEncoding];
+    for (const name of Object.values(NGINX_ORIGINAL)) delete headers[name];
+    delete headers["content-length"];
+    delete headers["transfer-encoding"];
+    if (typeof length === "string" && length !== "") headers["content-length"] = length;
+    if (typeof coding === "string" && coding !== "") headers["transfer-encoding"] = coding;
+    req.method = method;
+    req.url = uri;
+    return { clientAddress: address };
+  },
+  readsBody: false,
+  carry: carryAnswer,
+  allowHeaders(exchange, clientHeaders, owned, upstreamTarget) {
+    const headers: OutgoingHttpHeaders = { ...clientHeaders, [UPSTREAM_URI_HEADER]: upstreamTarget };
+    for (const name of owned) {
+      const value = exchange.headers[name];
+      if (typeof value === "string") headers[`${UPSTREAM_HEADER_PREFIX}${name}`] = value;
+    }
+    return headers;
+  },
+};
+
+/** The path prefix Envoy's generated config puts before the original path (http_service.path_prefix). */
+export const ENVOY_PATH_PREFIX = `${DECIDE_PREFIX}envoy`;
+
+const ENVOY: Door = {
+  name: "envoy",
+  enter(req) {
+    // Envoy's HTTP ext_authz client sends the original method and path_prefix + the original path;
+    // its connection manager (use_remote_address) appended the client's address to X-Forwarded-For.
+    const url = req.url ?? "";
+    const address = lastHop(req.headers["x-forwarded-for"]);
+    if (address === undefined) return { problem: "Envoy did not send X-Forwarded-For" };
+    req.url = url.slice(ENVOY_PATH_PREFIX.length);
+    return { clientAddress: address };
+  },
+  readsBody: true,
+  carry: undefined,
+  allowHeaders(exchange, clientHeaders, owned, upstreamTarget) {
+    const headers: OutgoingHttpHeaders = { ...clientHeaders, [UPSTREAM_URI_HEADER]: upstreamTarget };
+    const removed: string[] = [];
+    for (const name of owned) {
+      const value = exchange.headers[name];
+      if (typeof value === "string") headers[name] = value;
+      else removed.push(name);
+    }
+    if (removed.length > 0) headers[ENVOY_HEADERS_TO_REMOVE] = removed.join(",");
+    return headers;
+  },
+};
+
+const DOORS: ReadonlyMap<string, Door> = new Map([NGINX, ENVOY].map((door) => [door.name, door]));
+
+/** The proxies that have a door, for the config generator and the docs. */
+export const PROXIES: readonly string[] = [...DOORS.keys()];
+
+/** What a request to the decision port asks for: a door's decision, nginx's render, or nothing. */
+export type Call =
+  | { readonly kind: "decide"; readonly door: Door }
+  | { readonly kind: "render" }
+  | { readonly kind: "none" };
+
+/** The path nginx's @deny location calls to have a carried answer written (carried-answer.ts). */
+export const NGINX_RENDER_PATH = `${DECIDE_PREFIX}nginx/deny`;
+
+export function callOf(url: string): Call {
+  const query = url.indexOf("?");
+  const path = query === -1 ? url : url.slice(0, query);
+  if (path === NGINX_RENDER_PATH) return { kind: "render" };
+  if (path === `${DECIDE_PREFIX}nginx`) return { kind: "decide", door: NGINX };
+  // Envoy's path is the prefix followed by the original path, which starts with '/'.
+  if (path.startsWith(`${ENVOY_PATH_PREFIX}/`)) return { kind: "decide", door: ENVOY };
+  return { kind: "none" };
+}
+
+export function doorNamed(name: string): Door | undefined {
+  return DOORS.get(name);
+}
+
+/** The rightmost X-Forwarded-For hop: the one the proxy itself wrote (or appended). */
+function lastHop(value: string | string[] | undefined): string | undefined {
+  if (typeof value !== "string") return undefined;
+  const comma = value.lastIndexOf(",");
+  const hop = (comma === -1 ? value : value.slice(comma + 1)).trim();
+  return hop === "" ? undefined : unmappedAddress(hop);
+}

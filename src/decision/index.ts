@@ -1,0 +1,164 @@
+// Decision mode (GATEWAY_MODE=decision): the gateway does not proxy; the proxy a team already
+// runs asks it, at a door of its own (/decide/nginx, /decide/envoy), whether to let each request
+// through. One engine, two front doors: the request side (canonical request, routing, auth,
+// lifecycle, limit, request validation, CORS) is the very code proxy mode runs
+// (pipeline/request-judge.ts); so are the answers' headers, the metrics and the one access line
+// per decision. What differs is only how the original request is read and how the verdict is said.
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { gatewayError } from "../errors.ts";
+import { createStatusLabels } from "../metrics.ts";
+import { finishHeaders } from "../pipeline/answer-headers.ts";
+import { markExpectingContinue, readBody } from "../pipeline/body.ts";
+import type { Chain } from "../pipeline/chains.ts";
+import { admitRequest, isClosing, requestEnded, waitTurn } from "../pipeline/connection-state.ts";
+import { type CoreExchange, exchangeOf } from "../pipeline/exchange.ts";
+import type { Pipeline, PipelineOptions } from "../pipeline/index.ts";
+import { createLocalReplies, type LocalReplies } from "../pipeline/local-replies.ts";
+import { createObserve } from "../pipeline/observe.ts";
+import { createRequestJudge } from "../pipeline/request-judge.ts";
+import { unmappedAddress } from "../trusted-proxies.ts";
+import { CARRIED_ANSWER_HEADER, renderCarried } from "./carried-answer.ts";
+import { callOf, type Door } from "./doors.ts";
+
+/** Which door an exchange came through: its answers go out in that door's form. */
+const DOOR_FACT = "decidedFor";
+
+export function createDecisionPipeline(options: PipelineOptions): Pipeline {
+  const { config, api, metrics, logger } = options;
+  const judgeRequest = createRequestJudge({ api, policies: options.policies, logger });
+  const { chains } = judgeRequest;
+  // The request headers the policies set for the backend (the consumer, its credential): the
+  // allow answer says each one's value, so that the proxy sets it, whatever the client sent.
+  const ownedRequestHeaders = [
+    ...new Set(options.policies.flatMap(({ instance }) => instance.requestHeaders ?? [])),
+  ];
+  const { maxQueuedAnswerBytes, maxRequestBodyBytes } = config.server;
+  const tooLargeMessage = `the request body is over ${maxRequestBodyBytes} bytes`;
+  let draining = false;
+  const isDraining = () => draining;
+  const noUpstream = () => {};
+  const direct = createLocalReplies(chains, noUpstream, isDraining);
+  const carried = new Map<string, LocalReplies>();
+  const repliesOf = (exchange: CoreExchange): LocalReplies =>
+    carried.get(String(exchange.facts[DOOR_FACT])) ?? direct;
+  const onResponseClose = createObserve(
+    metrics,
+    logger,
+    noUpstream,
+    (exchange) => requestEnded(exchange.req.socket, maxQueuedAnswerBytes),
+    createStatusLabels(api.operations, options.gatewayStatuses),
+  );
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    if (!isClosing(req.socket) && !admitRequest(req.socket, maxQueuedAnswerBytes)) {
+      req.on("error", ignoreClientError);
+      res.on("error", ignoreClientError);
+      return waitTurn(req.socket, () => decide(req, res));
+    }
+    decide(req, res);
+  }
+
+  function decide(req: IncomingMessage, res: ServerResponse): void {
+    if (isClosing(req.socket)) {
+      req.on("error", ignoreClientError);
+      res.on("error", ignoreClientError);
+      req.resume();
+      return;
+    }
+    const call = callOf(req.url ?? "");
+    if (call.kind === "render") {
+      // Not a decision: nothing is counted or logged, the request phases never run.
+      res.once("close", () => requestEnded(req.socket, maxQueuedAnswerBytes));
+      res.on("error", ignoreClientError);
+      req.resume();
+      return renderCarried(req.headers[CARRIED_ANSWER_HEADER], res);
+    }
+    const door = call.kind === "decide" ? call.door : undefined;
+    const entered = door?.enter(req);
+    const clientAddress =
+      entered !== undefined && "clientAddress" in entered
+        ? entered.clientAddress
+        : unmappedAddress(req.socket.remoteAddress ?? "");
+    const exchange = judgeRequest.open(req, res, clientAddress);
+    res.once("close", onResponseClose);
+    req.on("error", ignoreClientError);
+    res.on("error", ignoreClientError);
+    // Anything but a door's call is refused, as proxy mode refuses a path of no operation.
+    if (door === undefined) return direct.reject(exchange, gatewayError("NOT_FOUND"));
+    exchange.facts[DOOR_FACT] = door.name;
+    if (door.carry !== undefined && !carried.has(door.name)) {
+      carried.set(door.name, createLocalReplies(chains, noUpstream, isDraining, door.carry));
+    }
+    const replies = repliesOf(exchange);
+    if (entered !== undefined && "problem" in entered) {
+      return replies.reject(exchange, gatewayError("BAD_REQUEST", entered.problem));
+    }
+    // The proxy sends no body to this door: nothing of it is left to read on this connection.
+    if (!door.readsBody) exchange.body = NO_BODY;
+    const verdict = judgeRequest.head(exchange);
+    if (verdict.kind === "refuse") return replies.reject(exchange, verdict.error, verdict.closeConnection);
+    if (verdict.kind === "answer") return replies.answerLocally(exchange, verdict.reply);
+    const { chain, upstreamTarget } = verdict;
+    if (!door.readsBody || verdict.operation.requestBody === undefined) {
+      return allow(exchange, chain, door, upstreamTarget);
+    }
+    readBody(
+      exchange,
+      chain,
+      maxRequestBodyBytes,
+      (read) => {
+        const error = judgeRequest.body(read, chain);
+        if (error) return replies.reject(read, error);
+        allow(read, chain, door, upstreamTarget);
+      },
+      (refused) => replies.reject(refused, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage), true),
+    );
+  }
+
+  function allow(exchange: CoreExchange, chain: Chain, door: Door, upstreamTarget: string): void {
+    if (exchange.finished || exchange.res.headersSent) return;
+    exchange.facts.decision = "allow";
+    // The headers the client's answer gets, as proxy mode adds them to the backend's answer.
+    const clientHeaders: OutgoingHttpHeaders = {};
+    finishHeaders(exchange, chain, 200, clientHeaders, draining);
+    const headers = door.allowHeaders(exchange, clientHeaders, ownedRequestHeaders, upstreamTarget);
+    headers["content-length"] = 0;
+    headers["cache-control"] = "no-store";
+    exchange.res.writeHead(200, headers);
+    exchange.res.end();
+  }
+
+  return {
+    handle,
+    handleExpectingContinue(req, res) {
+      markExpectingContinue(req);
+      handle(req, res);
+    },
+    refuse(res, error) {
+      const exchange = exchangeOf(res);
+      if (!exchange || exchange.finished || res.headersSent || !res.writable) return false;
+      repliesOf(exchange).reject(exchange, error, true);
+      return true;
+    },
+    endAtDeadline(res) {
+      const exchange = exchangeOf(res);
+      if (exchange && !exchange.finished && !res.headersSent && res.writable) {
+        return repliesOf(exchange).reject(exchange, gatewayError("SHUTTING_DOWN"), true);
+      }
+      if (exchange && !exchange.finished) exchange.facts.cutAtDeadline = true;
+      res.socket?.destroy();
+    },
+    drain() {
+      draining = true;
+    },
+    close() {
+      // No upstream: nothing to let go.
+    },
+  };
+}
+
+const NO_BODY = Buffer.alloc(0);
+
+function ignoreClientError(): void {
+  // A proxy that goes away mid-call is observed on 'close', like a client in proxy mode.
+}
