@@ -122,6 +122,9 @@ export function nginxConfig(contract: ProxyContract, addresses: ProxyAddresses):
     "      proxy_method GET;",
     "      proxy_pass_request_body off;",
     "      proxy_pass_request_headers off;",
+    // Else nginx sends the client's Content-Length with no body, and the connection's next
+    // request would be read as that body.
+    '      proxy_set_header Content-Length "";',
     `      proxy_set_header ${headerCase(CARRIED_ANSWER_HEADER)} $gw_deny;`,
     "      proxy_http_version 1.1;",
     '      proxy_set_header Connection "";',

@@ -1,0 +1,104 @@
+// The plugin-mode matrix against Debian's nginx, run as this test's own child process, and the
+// Envoy harness (simulated): every cell the same as proxy mode or stated, 0 spoofed identities or
+// original-request headers taking effect, one access line and one deprecated-call count per call,
+// fail closed, and the committed capability table exactly what these results render.
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { nginxSkipReason } from "../support/nginx.ts";
+import { capabilityPage, PROXIES, type Row, runMatrix, STATED } from "../support/plugin-matrix.ts";
+
+const skip = nginxSkipReason();
+const PAGE = join(import.meta.dirname, "../../docs/plugin-mode/capabilities.md");
+
+describe("plugin mode: proxy mode, nginx and Envoy (simulated) before one backend", { skip }, () => {
+  const directory = mkdtempSync(join(tmpdir(), "gw-matrix-"));
+  let rows: Row[] = [];
+  before(async () => {
+    rows = await runMatrix(directory);
+  });
+  after(() => rmSync(directory, { recursive: true, force: true }));
+
+  test("every cell is the same as proxy mode, or its difference is stated", () => {
+    const unstated: string[] = [];
+    const staleStatements: string[] = [];
+    for (const row of rows) {
+      for (const cell of row.cells) {
+        const stated = STATED[cell.proxy][row.case.name];
+        if (cell.differences.length > 0 && stated === undefined) {
+          unstated.push(`${row.case.name} on ${cell.proxy}: ${cell.differences.join("; ")}`);
+        }
+        if (cell.differences.length === 0 && stated !== undefined) {
+          staleStatements.push(`${row.case.name} on ${cell.proxy} is now the same: drop its statement`);
+        }
+      }
+    }
+    assert.deepEqual(unstated, []);
+    assert.deepEqual(staleStatements, []);
+    assert.ok(rows.length >= 40, `${rows.length} cases`);
+  });
+
+  test("0 spoofed identities or original-request headers take effect on any proxy", () => {
+    const tookEffect: string[] = [];
+    for (const row of rows.filter((r) => r.case.spoof)) {
+      for (const cell of row.cells) {
+        const got = cell.seen.backend;
+        const expected = row.reference?.backend;
+        if (got?.consumer === "mallory" || (got !== undefined) !== (expected !== undefined)) {
+          tookEffect.push(`${row.case.name} on ${cell.proxy}`);
+        } else if (
+          got &&
+          expected &&
+          (got.consumer !== expected.consumer || got.url !== expected.url || got.method !== expected.method)
+        ) {
+          tookEffect.push(`${row.case.name} on ${cell.proxy}: ${got.method} ${got.url} as ${got.consumer}`);
+        }
+        if (cell.seen.status !== row.reference?.status)
+          tookEffect.push(`${row.case.name} on ${cell.proxy}: status`);
+      }
+    }
+    assert.deepEqual(tookEffect, []);
+    assert.ok(rows.filter((r) => r.case.spoof).length >= 10);
+  });
+
+  test("a deprecated call is logged and counted once per proxy, the render step adding nothing", () => {
+    const row = rows.find((r) => r.case.name === "deprecated");
+    assert.ok(row?.reference);
+    assert.equal(row.reference.deprecatedLines, 1);
+    for (const cell of row.cells) {
+      assert.equal(cell.seen.deprecatedLines, 1, cell.proxy);
+      assert.equal(cell.seen.headers.deprecation, row.reference.headers.deprecation, cell.proxy);
+    }
+    // A refusal carried through nginx's render endpoint is one decision: one access line.
+    for (const name of ["no-key", "wrong-method", "sunset"]) {
+      const refused = rows.find((r) => r.case.name === name);
+      for (const cell of refused?.cells ?? [])
+        assert.equal(cell.seen.accessLines, 1, `${name} on ${cell.proxy}`);
+    }
+  });
+
+  test("a decision service down, slow or answering 500 gets the client 5xx, never the backend", () => {
+    for (const name of ["decision-down", "decision-slow", "decision-500"]) {
+      const row = rows.find((r) => r.case.name === name);
+      assert.equal(row?.cells.length, PROXIES.length);
+      for (const cell of row?.cells ?? []) {
+        assert.ok(
+          cell.seen.status >= 500 && cell.seen.status <= 599,
+          `${name} on ${cell.proxy}: ${cell.seen.status}`,
+        );
+        assert.equal(cell.seen.backend, undefined, `${name} on ${cell.proxy} reached the backend`);
+      }
+    }
+  });
+
+  test("docs/plugin-mode/capabilities.md is what these results render", () => {
+    const committed = readFileSync(PAGE, "utf8");
+    assert.equal(
+      committed,
+      capabilityPage(rows),
+      "run node scripts/plugin-mode-capabilities.ts and commit the page",
+    );
+  });
+});

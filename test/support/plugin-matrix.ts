@@ -1,0 +1,639 @@
+// The plugin-mode matrix: each case sent to the gateway in proxy mode, and to nginx (real, with
+// its generated config) and Envoy (the harness, with its generated config) in front of the
+// gateway in decision mode, all before one recording backend. What the client sees and what the
+// backend received must be identical to proxy mode, or the difference is stated here, with its
+// reason; the capability table (docs/plugin-mode/capabilities.md) is rendered from the results.
+
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import policies from "../../policies/index.ts";
+import { DEPRECATED_CALL_MSG } from "../../policies/lifecycle/deprecation-report.ts";
+import { validateConfig } from "../../src/config.ts";
+import { envoyConfig } from "../../src/decision/envoy-config.ts";
+import { nginxConfig } from "../../src/decision/nginx-config.ts";
+import { contractOf } from "../../src/decision/proxy-config.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
+import { startEnvoyHarness } from "./envoy-harness.ts";
+import { startGateway, type TestGateway } from "./gateway.ts";
+import { request } from "./http.ts";
+import { writeKeysFileAt } from "./keys.ts";
+import { freePort, startNginx } from "./nginx.ts";
+
+export type Proxy = "nginx" | "envoy";
+export const PROXIES: readonly Proxy[] = ["nginx", "envoy"];
+export const SIMULATED: ReadonlySet<Proxy> = new Set(["envoy"]);
+
+type World = "pass" | "strip" | "replace" | "down" | "slow" | "500";
+type Clock = "now" | "sunset" | "brownout";
+
+export interface Case {
+  readonly name: string;
+  readonly what: string;
+  readonly method?: string;
+  readonly path: string;
+  readonly key?: "alice" | "expired" | "unknown";
+  readonly headers?: Record<string, string>;
+  readonly body?: string;
+  readonly world?: World;
+  readonly clock?: Clock;
+  /** Headers a client sent to steer the gateway: none may take effect. */
+  readonly spoof?: true;
+}
+
+const PET = '{"name":"Rex","categoryId":1}';
+const SPOOF_URI = "/v1/pets/7?limit=1";
+
+export const CASES: readonly Case[] = [
+  { name: "list", what: "GET /pets with a key", path: "/v1/pets?limit=5", key: "alice" },
+  {
+    name: "list-status",
+    what: "GET /pets with a status filter",
+    path: "/v1/pets?status=available&limit=5",
+    key: "alice",
+  },
+  {
+    name: "create",
+    what: "POST /pets with a valid body",
+    method: "POST",
+    path: "/v1/pets",
+    key: "alice",
+    body: PET,
+  },
+  {
+    name: "deprecated",
+    what: "the deprecated GET /pets/{petId}: headers, counted once",
+    path: "/v1/pets/7",
+    key: "alice",
+  },
+  { name: "head", what: "HEAD /pets", method: "HEAD", path: "/v1/pets?limit=5", key: "alice" },
+  { name: "no-key", what: "no key", path: "/v1/pets" },
+  { name: "bad-key", what: "an unknown key", path: "/v1/pets", key: "unknown" },
+  { name: "expired-key", what: "an expired key", path: "/v1/pets", key: "expired" },
+  {
+    name: "not-bearer",
+    what: "Authorization that is not Bearer",
+    path: "/v1/pets",
+    headers: { authorization: "Basic YWxpY2U6eA==" },
+  },
+  {
+    name: "spoof-consumer",
+    what: "spoofed X-Consumer on an allowed call",
+    path: "/v1/pets",
+    key: "alice",
+    headers: { "x-consumer": "mallory" },
+    spoof: true,
+  },
+  {
+    name: "spoof-consumer-denied",
+    what: "spoofed X-Consumer without a key",
+    path: "/v1/pets",
+    headers: { "x-consumer": "alice" },
+    spoof: true,
+  },
+  {
+    name: "spoof-consumer-bad-key",
+    what: "spoofed X-Consumer with an unknown key",
+    path: "/v1/pets",
+    key: "unknown",
+    headers: { "x-consumer": "alice" },
+    spoof: true,
+  },
+  {
+    name: "spoof-consumer-underscore",
+    what: "spoofed x_consumer on an allowed call",
+    path: "/v1/pets",
+    key: "alice",
+    headers: { x_consumer: "mallory" },
+    spoof: true,
+  },
+  {
+    name: "spoof-original-uri",
+    what: "spoofed X-Original-URI on an allowed call",
+    path: "/v1/pets",
+    key: "alice",
+    headers: { "x-original-uri": SPOOF_URI },
+    spoof: true,
+  },
+  {
+    name: "spoof-original-uri-denied",
+    what: "spoofed X-Original-URI on an unknown path",
+    path: "/v1/nowhere",
+    key: "alice",
+    headers: { "x-original-uri": "/v1/pets" },
+    spoof: true,
+  },
+  {
+    name: "spoof-forwarded-uri",
+    what: "spoofed X-Forwarded-Uri on an allowed call",
+    path: "/v1/pets",
+    key: "alice",
+    headers: { "x-forwarded-uri": SPOOF_URI },
+    spoof: true,
+  },
+  {
+    name: "spoof-forwarded-method",
+    what: "spoofed X-Forwarded-Method on an allowed call",
+    path: "/v1/pets",
+    key: "alice",
+    headers: { "x-forwarded-method": "POST" },
+    spoof: true,
+  },
+  {
+    name: "spoof-forwarded-method-denied",
+    what: "spoofed X-Forwarded-Method on a wrong method",
+    method: "DELETE",
+    path: "/v1/pets",
+    key: "alice",
+    headers: { "x-forwarded-method": "GET" },
+    spoof: true,
+  },
+  {
+    name: "spoof-original-method-denied",
+    what: "spoofed X-Original-Method on a wrong method",
+    method: "PUT",
+    path: "/v1/pets/7",
+    key: "alice",
+    headers: { "x-original-method": "GET" },
+    spoof: true,
+  },
+  {
+    name: "spoof-original-uri-anonymous",
+    what: "spoofed X-Original-URI without a key",
+    path: "/v1/pets",
+    headers: { "x-original-uri": SPOOF_URI },
+    spoof: true,
+  },
+  {
+    name: "authorization-pass",
+    what: "Authorization with upstreamAuthorization pass",
+    path: "/v1/pets",
+    key: "alice",
+  },
+  {
+    name: "authorization-strip",
+    what: "Authorization with upstreamAuthorization strip",
+    path: "/v1/pets",
+    key: "alice",
+    world: "strip",
+  },
+  {
+    name: "authorization-replace",
+    what: "Authorization with upstreamAuthorization replace",
+    path: "/v1/pets",
+    key: "alice",
+    world: "replace",
+  },
+  {
+    name: "query-invalid",
+    what: "an invalid query parameter",
+    path: "/v1/pets?status=sleeping",
+    key: "alice",
+  },
+  {
+    name: "query-duplicated",
+    what: "a duplicated query parameter",
+    path: "/v1/pets?limit=1&limit=2",
+    key: "alice",
+  },
+  { name: "query-unknown", what: "an unknown query parameter", path: "/v1/pets?colour=red", key: "alice" },
+  { name: "limit-absent", what: "limit absent (defaulted)", path: "/v1/pets", key: "alice" },
+  { name: "limit-0", what: "limit=0 (clamped up)", path: "/v1/pets?limit=0", key: "alice" },
+  { name: "limit-1000", what: "limit=1000 (clamped down)", path: "/v1/pets?limit=1000", key: "alice" },
+  { name: "limit-abc", what: "limit=abc", path: "/v1/pets?limit=abc", key: "alice" },
+  {
+    name: "body-invalid",
+    what: "a body that breaks the schema",
+    method: "POST",
+    path: "/v1/pets",
+    key: "alice",
+    body: '{"name":"Rex"}',
+  },
+  {
+    name: "body-malformed",
+    what: "a body that is not JSON",
+    method: "POST",
+    path: "/v1/pets",
+    key: "alice",
+    body: '{"name":',
+  },
+  {
+    name: "body-media-type",
+    what: "a body of another media type",
+    method: "POST",
+    path: "/v1/pets",
+    key: "alice",
+    body: PET,
+    headers: { "content-type": "text/plain" },
+  },
+  {
+    name: "body-oversize",
+    what: "a body over the cap",
+    method: "POST",
+    path: "/v1/pets",
+    key: "alice",
+    body: `{"name":"${"x".repeat(70_000)}","categoryId":1}`,
+  },
+  {
+    name: "sunset",
+    what: "the deprecated operation after its sunset",
+    path: "/v1/pets/7",
+    key: "alice",
+    clock: "sunset",
+  },
+  {
+    name: "brownout",
+    what: "the deprecated operation in a brownout",
+    path: "/v1/pets/7",
+    key: "alice",
+    clock: "brownout",
+  },
+  { name: "unknown-path", what: "a path of no operation", path: "/v1/nowhere", key: "alice" },
+  {
+    name: "wrong-method",
+    what: "a wrong method (405, Allow)",
+    method: "DELETE",
+    path: "/v1/pets",
+    key: "alice",
+  },
+  {
+    name: "cors-preflight",
+    what: "a CORS preflight",
+    method: "OPTIONS",
+    path: "/v1/pets",
+    headers: { origin: ORIGIN(), "access-control-request-method": "GET" },
+  },
+  {
+    name: "cors-call",
+    what: "a cross-origin call",
+    path: "/v1/pets",
+    key: "alice",
+    headers: { origin: ORIGIN() },
+  },
+  { name: "decision-down", what: "the decision service down", path: "/v1/pets", key: "alice", world: "down" },
+  {
+    name: "decision-slow",
+    what: "the decision service too slow",
+    path: "/v1/pets",
+    key: "alice",
+    world: "slow",
+  },
+  {
+    name: "decision-500",
+    what: "the decision service answering 500",
+    path: "/v1/pets",
+    key: "alice",
+    world: "500",
+  },
+];
+
+function ORIGIN(): string {
+  return "https://shop.example";
+}
+
+/** A proxy's cell that differs from proxy mode, and why: every such cell is stated, never silent. */
+export const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
+  nginx: {
+    "body-invalid":
+      "allowed: nginx sends no body to auth_request, so body validation is off (the backend validates)",
+    "body-malformed":
+      "allowed: nginx sends no body to auth_request, so body validation is off (the backend validates)",
+    "body-oversize":
+      "413 from nginx itself (client_max_body_size, its own HTML body), before the key is checked",
+    "decision-down": "fails closed: nginx answers 500 (auth_request turns any failure into 500)",
+    "decision-slow": "fails closed: nginx answers 500 after the timeout",
+    "decision-500": "fails closed: nginx answers 500",
+  },
+  envoy: {
+    "decision-down": "fails closed: Envoy answers 503 (status_on_error)",
+    "decision-slow": "fails closed: Envoy answers 503 after the timeout",
+    "decision-500": "fails closed: Envoy passes the decision's 500 on",
+  },
+};
+
+/** What is compared: the client's answer and the backend's request. */
+export interface Seen {
+  readonly status: number;
+  readonly body: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly backend:
+    | {
+        readonly method: string;
+        readonly url: string;
+        readonly consumer: string;
+        readonly authorization: string;
+      }
+    | undefined;
+  /** Access lines and deprecated-call lines the gateway wrote for the request. */
+  readonly accessLines: number;
+  readonly deprecatedLines: number;
+}
+
+const COMPARED_HEADERS = [
+  "content-type",
+  "cache-control",
+  "www-authenticate",
+  "allow",
+  "retry-after",
+  "deprecation",
+  "sunset",
+  "link",
+  "x-limit-applied",
+  "access-control-allow-origin",
+  "access-control-allow-methods",
+  "access-control-expose-headers",
+  "vary",
+  "x-request-id",
+  "x-content-type-options",
+];
+
+export interface Cell {
+  readonly proxy: Proxy;
+  readonly seen: Seen;
+  /** undefined when identical to proxy mode. */
+  readonly differences: readonly string[];
+}
+
+export interface Row {
+  readonly case: Case;
+  readonly reference: Seen | undefined;
+  readonly cells: readonly Cell[];
+}
+
+interface Running {
+  readonly proxyMode: TestGateway | undefined;
+  readonly decision: TestGateway | undefined;
+  readonly origins: Readonly<Record<Proxy, string>>;
+  close(): Promise<void>;
+}
+
+const SUNSET_PASSED = Date.parse("2030-12-06T00:00:00Z");
+const BROWNOUT = { start: "2029-01-01T00:00:00Z", end: "2029-01-02T00:00:00Z" };
+const IN_BROWNOUT = Date.parse("2029-01-01T12:00:00Z");
+const UPSTREAM_CREDENTIAL = "upstream-secret-credential";
+
+/** Runs every case on every proxy and proxy mode; the caller asserts on the rows. */
+export async function runMatrix(directory: string): Promise<Row[]> {
+  const keysFile = `${directory}/api-keys.json`;
+  const keys = {
+    alice: "matrix_alice_key_000000000000000000",
+    expired: "matrix_carol_key_00000000000000000",
+  };
+  writeKeysFileAt(keysFile, [
+    { consumer: "alice", key: keys.alice },
+    { consumer: "carol", key: keys.expired },
+  ]);
+  // writeKeysFileAt has no expiry: carol's key expires through the file itself.
+  const { readFileSync, writeFileSync } = await import("node:fs");
+  const file = JSON.parse(readFileSync(keysFile, "utf8")) as { keys: Record<string, unknown>[] };
+  (file.keys[1] as Record<string, unknown>).notAfter = "2020-01-01T00:00:00Z";
+  writeFileSync(keysFile, JSON.stringify(file));
+  process.env.MATRIX_UPSTREAM_CREDENTIAL = UPSTREAM_CREDENTIAL;
+
+  const backend = await startProgrammableBackend();
+  backend.behave((req) => backendAnswer(req.method, req.url));
+  const clock = { now: Date.now() };
+  const now = () => clock.now;
+  const worlds = new Map<World, Running>();
+  const rows: Row[] = [];
+  try {
+    for (const testCase of CASES) {
+      const world = testCase.world ?? "pass";
+      let running = worlds.get(world);
+      if (!running) {
+        running = await startWorld(world, keysFile, backend, now);
+        worlds.set(world, running);
+      }
+      clock.now =
+        testCase.clock === "sunset"
+          ? SUNSET_PASSED
+          : testCase.clock === "brownout"
+            ? IN_BROWNOUT
+            : Date.now();
+      const key =
+        testCase.key === "unknown"
+          ? "matrix_nobody_key_0000000000000000"
+          : testCase.key && keys[testCase.key];
+      const reference =
+        running.proxyMode &&
+        (await observe(
+          testCase,
+          key,
+          running.proxyMode.url.replace(/\/v1$/, ""),
+          "proxy",
+          backend,
+          running.proxyMode,
+        ));
+      const cells: Cell[] = [];
+      for (const proxy of PROXIES) {
+        const seen = await observe(testCase, key, running.origins[proxy], proxy, backend, running.decision);
+        cells.push({
+          proxy,
+          seen,
+          differences: reference ? compare(reference, seen) : ["no proxy mode to compare"],
+        });
+      }
+      rows.push({ case: testCase, reference, cells });
+    }
+  } finally {
+    for (const running of worlds.values()) await running.close();
+    await backend.close();
+  }
+  return rows;
+}
+
+async function startWorld(
+  world: World,
+  keysFile: string,
+  backend: ProgrammableBackend,
+  now: () => number,
+): Promise<Running> {
+  const auth: Record<string, unknown> = { keysFile };
+  if (world === "strip") auth.upstreamAuthorization = "strip";
+  if (world === "replace") {
+    auth.upstreamAuthorization = "replace";
+    auth.upstreamCredentialEnv = "MATRIX_UPSTREAM_CREDENTIAL";
+  }
+  const policiesConfig = {
+    auth,
+    cors: { allowedOrigins: [ORIGIN()] },
+    lifecycle: { brownouts: [{ operation: "getPet", ...BROWNOUT }] },
+  };
+  const faulty = world === "down" || world === "slow" || world === "500";
+  const proxyMode = faulty
+    ? undefined
+    : await startGateway({ upstreamUrl: backend.url, config: { policies: policiesConfig }, now });
+  const decisionConfig = { mode: "decision", policies: policiesConfig };
+  const decision = faulty ? undefined : await startGateway({ upstreamUrl: "", config: decisionConfig, now });
+  const stub = faulty ? await startStub(world) : undefined;
+  const decisionUrl = decision?.origin ?? stub?.origin ?? "";
+  const contract = await contractOf(
+    validateConfig({ port: 0, opsPort: 0, ...decisionConfig }, policies),
+    policies,
+  );
+  const port = await freePort();
+  const addresses = { decisionUrl, upstreamUrl: backend.url, listenPort: port, timeoutMs: 1000 };
+  const nginx = await startNginx(nginxConfig(contract, addresses), port);
+  const envoy = await startEnvoyHarness(envoyConfig(contract, addresses));
+  return {
+    proxyMode,
+    decision,
+    origins: { nginx: nginx.origin, envoy: envoy.origin },
+    async close() {
+      await nginx.stop();
+      await envoy.close();
+      await proxyMode?.close();
+      await decision?.close();
+      await stub?.close();
+    },
+  };
+}
+
+/** A decision service that is down (nothing listens), hangs, or answers 500. */
+async function startStub(world: World): Promise<{ origin: string; close(): Promise<void> }> {
+  if (world === "down") {
+    return { origin: `http://127.0.0.1:${await freePort()}`, close: async () => {} };
+  }
+  const server: Server = createServer((_req, res) => {
+    if (world === "500") res.writeHead(500, { "content-type": "text/plain" }).end("boom");
+    // "slow": never answers; closed with the world.
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((done) => server.close(done));
+    },
+  };
+}
+
+function backendAnswer(method: string, url: string) {
+  const json = (status: number, body: string) => ({
+    kind: "respond" as const,
+    status,
+    headers: { "content-type": "application/json" },
+    body,
+  });
+  if (method === "POST") return json(201, '{"id":1,"name":"Rex","categoryId":1}');
+  if (/\/pets\/\d+/.test(url)) return json(200, '{"id":7,"name":"Rex","categoryId":1}');
+  return json(200, "[]");
+}
+
+let sequence = 0;
+
+async function observe(
+  testCase: Case,
+  key: string | undefined,
+  origin: string,
+  proxy: string,
+  backend: ProgrammableBackend,
+  gateway: TestGateway | undefined,
+): Promise<Seen> {
+  const requestId = `matrix-${testCase.name}-${proxy}-${++sequence}`;
+  const headers: Record<string, string> = { "x-request-id": requestId, ...testCase.headers };
+  if (testCase.body !== undefined && headers["content-type"] === undefined)
+    headers["content-type"] = "application/json";
+  const answer = await request(`${origin}${testCase.path}`, {
+    method: testCase.method ?? "GET",
+    headers,
+    ...(key === undefined ? {} : { key }),
+    ...(testCase.body === undefined ? {} : { body: testCase.body }),
+  }).catch((error: Error) => ({
+    status: 0,
+    headers: {} as Record<string, string | string[] | undefined>,
+    body: `no answer: ${error.message}`,
+  }));
+  const received = backend.requests.find((r) => r.headers["x-request-id"] === requestId);
+  const lines = gateway?.logs.lines.filter((line) => line.reqId === requestId) ?? [];
+  const shown: Record<string, string> = {};
+  for (const name of COMPARED_HEADERS) {
+    const value = answer.headers[name];
+    if (value !== undefined) shown[name] = Array.isArray(value) ? value.join(", ") : String(value);
+  }
+  return {
+    status: answer.status,
+    body: answer.body,
+    headers: shown,
+    backend: received && {
+      method: received.method,
+      url: received.url,
+      consumer: String(received.headers["x-consumer"] ?? ""),
+      authorization: String(received.headers.authorization ?? ""),
+    },
+    accessLines: lines.filter((line) => line.msg === "request").length,
+    deprecatedLines: lines.filter((line) => line.msg === DEPRECATED_CALL_MSG).length,
+  };
+}
+
+/** Each way a proxy's view differs from proxy mode's, in words (the request id aside: it is per run). */
+function compare(reference: Seen, seen: Seen): string[] {
+  const differences: string[] = [];
+  if (reference.status !== seen.status)
+    differences.push(`status ${seen.status} instead of ${reference.status}`);
+  if (reference.body !== seen.body) differences.push("body differs");
+  for (const name of COMPARED_HEADERS) {
+    if (name === "x-request-id") {
+      if ((reference.headers[name] === undefined) !== (seen.headers[name] === undefined))
+        differences.push("x-request-id presence differs");
+      continue;
+    }
+    if (reference.headers[name] !== seen.headers[name]) {
+      differences.push(
+        `${name}: ${seen.headers[name] ?? "(none)"} instead of ${reference.headers[name] ?? "(none)"}`,
+      );
+    }
+  }
+  const a = reference.backend;
+  const b = seen.backend;
+  if ((a === undefined) !== (b === undefined))
+    differences.push(b ? "reached the backend" : "never reached the backend");
+  else if (a && b) {
+    for (const field of ["method", "url", "consumer", "authorization"] as const) {
+      if (a[field] !== b[field]) differences.push(`backend ${field}: ${b[field]} instead of ${a[field]}`);
+    }
+  }
+  if (reference.accessLines !== seen.accessLines)
+    differences.push(`${seen.accessLines} access lines instead of ${reference.accessLines}`);
+  if (reference.deprecatedLines !== seen.deprecatedLines) {
+    differences.push(`${seen.deprecatedLines} deprecated-call lines instead of ${reference.deprecatedLines}`);
+  }
+  return differences;
+}
+
+/** The capability table, from the rows: the committed page must be exactly this. */
+export function capabilityPage(rows: readonly Row[]): string {
+  const cell = (row: Row, proxy: Proxy) => {
+    const found = row.cells.find((c) => c.proxy === proxy);
+    const stated = STATED[proxy][row.case.name];
+    const mark = SIMULATED.has(proxy) ? " (simulated)" : "";
+    if (found && found.differences.length === 0) return `same${mark}`;
+    return `**${stated ?? "differs"}**${mark}`;
+  };
+  const identical = (proxy: Proxy) =>
+    rows.filter((row) => row.cells.find((c) => c.proxy === proxy)?.differences.length === 0).length;
+  const lines = [
+    "<!-- Generated by `node scripts/plugin-mode-capabilities.ts` from the plugin-mode matrix's results; test/slow/plugin-mode-matrix.test.ts fails when it drifts. -->",
+    "# Plugin mode: what each proxy carries",
+    "",
+    "Each case of the matrix (test/slow/plugin-mode-matrix.test.ts) is sent to the gateway in proxy mode, and to each",
+    "proxy in front of the gateway in decision mode with the config `npm run proxy-config` generates, all before one",
+    "recording backend. **same**: the client saw the same status, Error body and headers, the backend received the same",
+    "method, path, query, consumer and Authorization, and the gateway wrote the same access and deprecated-call lines.",
+    "Every other cell says what differs and why. nginx is Debian's, run for real; Envoy's cells come from a harness that",
+    "acts on the generated Envoy config as Envoy's HTTP ext_authz client does (**simulated**): that config is not claimed",
+    "to be tested against a running Envoy.",
+    "",
+    `${rows.length} cases × ${PROXIES.length} proxies: ${PROXIES.map((proxy) => `${proxy} ${identical(proxy)} same, ${rows.length - identical(proxy)} stated`).join("; ")}.`,
+    "",
+    "| case | proxy mode | nginx | Envoy |",
+    "|---|---|---|---|",
+  ];
+  for (const row of rows) {
+    const reference = row.reference ? String(row.reference.status) : "—";
+    lines.push(`| ${row.case.what} | ${reference} | ${cell(row, "nginx")} | ${cell(row, "envoy")} |`);
+  }
+  lines.push("");
+  return lines.join("\n");
+}
