@@ -89,10 +89,12 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     if (door.carry !== undefined && !carried.has(door.name)) {
       carried.set(door.name, createLocalReplies(chains, noUpstream, isDraining, door.carry));
     }
-    const replies = repliesOf(exchange);
+    // A call that does not say what the original request was is the proxy's misconfiguration:
+    // refused as it is (never carried as a refusal to the client), so that the proxy fails closed.
     if (entered !== undefined && "problem" in entered) {
-      return replies.reject(exchange, gatewayError("BAD_REQUEST", entered.problem));
+      return direct.reject(exchange, gatewayError("BAD_REQUEST", entered.problem));
     }
+    const replies = repliesOf(exchange);
     // The proxy sends no body to this door: nothing of it is left to read on this connection.
     if (!door.readsBody) exchange.body = NO_BODY;
     const verdict = judgeRequest.head(exchange);

@@ -3,14 +3,15 @@
 // without nginx, or with one built without the auth_request module, gets a reason to skip.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eventually } from "./eventually.ts";
 import { request } from "./http.ts";
 
-const NGINX = process.env.NGINX_BINARY ?? "nginx";
+// Debian installs it in /usr/sbin, which a user's PATH may lack.
+const NGINX = process.env.NGINX_BINARY ?? (existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : "nginx");
 
 /** Why the nginx matrix must skip here (no nginx, or no auth_request module), or undefined. */
 export function nginxSkipReason(): string | undefined {

@@ -1,0 +1,226 @@
+// Decision mode over real HTTP, as each proxy calls it (the whole matrix through a real nginx is
+// test/slow/plugin-mode-matrix.test.ts), and the proxy configs generated from the document.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { parse } from "yaml";
+import policies from "../policies/index.ts";
+import { validateConfig } from "../src/config.ts";
+import { CARRIED_ANSWER_HEADER } from "../src/decision/carried-answer.ts";
+import { envoyConfig } from "../src/decision/envoy-config.ts";
+import { nginxConfig } from "../src/decision/nginx-config.ts";
+import { contractOf } from "../src/decision/proxy-config.ts";
+import type { ProxyContract } from "../src/decision/proxy-contract.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { type KeysFile, writeKeysFile } from "./support/keys.ts";
+import { PROJECT_ROOT } from "./support/program.ts";
+
+const ADDRESSES = {
+  decisionUrl: "http://127.0.0.1:9000",
+  upstreamUrl: "http://pets:3000/v1",
+  listenPort: 8080,
+  timeoutMs: 1000,
+};
+
+describe("a gateway in decision mode", () => {
+  let keys: KeysFile;
+  let gw: TestGateway;
+  const nginxCall = (uri: string, headers: Record<string, string> = {}, method = "GET") =>
+    request(`${gw.origin}/decide/nginx`, {
+      headers: {
+        "x-original-method": method,
+        "x-original-uri": uri,
+        "x-forwarded-for": "203.0.113.9",
+        ...headers,
+      },
+    });
+  before(async () => {
+    keys = writeKeysFile(["alice"]);
+    gw = await startGateway({
+      upstreamUrl: "",
+      config: { mode: "decision", policies: { auth: { keysFile: keys.file } } },
+    });
+  });
+  after(() => gw.close());
+
+  test("nginx's door allows with 200, the consumer and Authorization for the backend, and the clamped target", async () => {
+    const answer = await nginxCall("/v1/pets?limit=1000", {
+      authorization: `Bearer ${keys.key}`,
+      "x-consumer": "mallory",
+    });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers["x-gateway-upstream-uri"], "/pets?limit=100");
+    assert.equal(answer.headers["x-gateway-upstream-x-consumer"], "alice");
+    assert.equal(answer.headers["x-gateway-upstream-authorization"], `Bearer ${keys.key}`);
+    assert.equal(answer.headers["x-limit-applied"], "100");
+    const line = gw.logs.lines.find((l) => l.msg === "request" && l.reqId === answer.headers["x-request-id"]);
+    assert.equal(line?.decidedFor, "nginx");
+    assert.equal(line?.decision, "allow");
+    assert.equal(line?.path, "/v1/pets?limit=1000");
+  });
+
+  test("nginx's door reads the original request only from X-Original-*, never from X-Forwarded-Uri or -Method", async () => {
+    const answer = await nginxCall("/v1/pets", {
+      authorization: `Bearer ${keys.key}`,
+      "x-forwarded-uri": "/v1/pets/7",
+      "x-forwarded-method": "POST",
+    });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers["x-gateway-upstream-uri"], "/pets?limit=20");
+  });
+
+  test("nginx's door refuses a call that does not say the original request, so nginx fails closed", async () => {
+    const answer = await request(`${gw.origin}/decide/nginx`, { key: keys.key });
+    // Neither 2xx nor 401/403: nginx's auth_request answers the client 500.
+    assert.equal(answer.status, 400);
+    assert.equal(answer.headers[CARRIED_ANSWER_HEADER], undefined);
+  });
+
+  test("a refusal through nginx is 403 carrying the real answer, which the render endpoint writes as it is, counting nothing", async () => {
+    const refused = await nginxCall("/v1/pets", { "x-request-id": "decision-no-key-1" });
+    assert.equal(refused.status, 403);
+    const carried = refused.headers[CARRIED_ANSWER_HEADER];
+    assert.equal(typeof carried, "string");
+    const rendered = await request(`${gw.origin}/decide/nginx/deny`, {
+      headers: { [CARRIED_ANSWER_HEADER]: carried as string },
+    });
+    assert.equal(rendered.status, 401);
+    assert.equal(rendered.headers["www-authenticate"], "Bearer");
+    assert.equal(rendered.json<{ code: string }>().code, "MISSING_API_KEY");
+    assert.equal(rendered.headers["x-request-id"], "decision-no-key-1");
+    const lines = gw.logs.lines.filter((l) => l.msg === "request" && l.reqId === "decision-no-key-1");
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]?.status, 401);
+    assert.equal(lines[0]?.code, "MISSING_API_KEY");
+  });
+
+  test("the render endpoint answers 500 to a carried answer it did not write, and never a success", async () => {
+    for (const value of [
+      "",
+      "not base64 json",
+      Buffer.from('{"status":200,"headers":{},"body":"ok"}').toString("base64"),
+    ]) {
+      const rendered = await request(`${gw.origin}/decide/nginx/deny`, {
+        headers: { [CARRIED_ANSWER_HEADER]: value },
+      });
+      assert.equal(rendered.status, 500, value);
+    }
+  });
+
+  test("Envoy's door answers a refusal with the real status, headers and Error body, the request body judged", async () => {
+    const answer = await request(`${gw.origin}/decide/envoy/v1/pets`, {
+      method: "POST",
+      key: keys.key,
+      headers: { "x-forwarded-for": "198.51.100.7, 203.0.113.9" },
+      body: '{"name":"Rex"}',
+    });
+    assert.equal(answer.status, 400);
+    assert.equal(answer.json<{ code: string }>().code, "INVALID_BODY");
+  });
+
+  test("Envoy's door allows with the owned headers under their names and the target for the Lua step", async () => {
+    const answer = await request(`${gw.origin}/decide/envoy/v1/pets?limit=0`, {
+      key: keys.key,
+      headers: { "x-forwarded-for": "203.0.113.9" },
+    });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers["x-consumer"], "alice");
+    assert.equal(answer.headers["x-gateway-upstream-uri"], "/pets?limit=1");
+  });
+
+  test("a request that is not a decision call gets 404, as a path of no operation does", async () => {
+    const answer = await request(`${gw.origin}/v1/pets`, { key: keys.key });
+    assert.equal(answer.status, 404);
+    assert.equal(answer.json<{ code: string }>().code, "NOT_FOUND");
+  });
+});
+
+describe("the proxy configs generated from the document", () => {
+  let contract: ProxyContract;
+  before(async () => {
+    const keys = writeKeysFile(["alice"]);
+    const config = validateConfig(
+      { mode: "decision", policies: { auth: { keysFile: keys.file } } },
+      policies,
+    );
+    contract = await contractOf(config, policies);
+  });
+
+  test("nginx sets every header the gateway owns only from the decision, and asks before every location", () => {
+    const config = nginxConfig(contract, ADDRESSES);
+    assert.deepEqual(contract.upstreamHeaders, ["x-consumer", "authorization"]);
+    assert.match(config, /proxy_set_header X-Consumer \$gw_up_x_consumer;/);
+    assert.match(config, /proxy_set_header Authorization \$gw_up_authorization;/);
+    assert.match(config, /proxy_set_header X-Original-Uri \$request_uri;/);
+    assert.match(config, /proxy_set_header X-Original-Method \$request_method;/);
+    assert.match(config, /proxy_pass http:\/\/gateway_backend\/v1\$gw_upstream_uri;/);
+    assert.match(config, /error_page 401 403 = @gateway_deny;/);
+    assert.match(config, new RegExp(`client_max_body_size ${contract.maxRequestBodyBytes};`));
+    assert.equal(config.match(/auth_request \//g)?.length, 1);
+  });
+
+  test("Envoy fails closed, strips the owned headers first, and sends what validation reads with the body", () => {
+    const bootstrap = parse(envoyConfig(contract, ADDRESSES));
+    const filters =
+      bootstrap.static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters;
+    const authz = filters[1].typed_config;
+    assert.equal(authz.failure_mode_allow, false);
+    assert.equal(authz.status_on_error.code, 503);
+    assert.equal(authz.with_request_body.max_request_bytes, contract.maxRequestBodyBytes + 1);
+    assert.equal(authz.http_service.path_prefix, "/decide/envoy");
+    const allowed = authz.allowed_headers.patterns.map((p: { exact: string }) => p.exact);
+    for (const name of [
+      "content-type",
+      "content-encoding",
+      "origin",
+      "x-request-id",
+      "traceparent",
+      "x-forwarded-for",
+    ]) {
+      assert.ok(allowed.includes(name), name);
+    }
+    assert.match(filters[0].typed_config.default_source_code.inline_string, /remove\("x-consumer"\)/);
+  });
+
+  test("docs/plugin-mode.md shows the configs the generator makes for the Pet Store document", () => {
+    const page = readFileSync(join(PROJECT_ROOT, "docs/plugin-mode.md"), "utf8");
+    const shown = { ...ADDRESSES, decisionUrl: "http://gateway:9000" };
+    const block = (language: string) => page.split(`\`\`\`${language}\n`)[1]?.split("```\n")[0];
+    assert.equal(
+      block("nginx"),
+      nginxConfig(contract, shown),
+      "regenerate the nginx block of docs/plugin-mode.md",
+    );
+    assert.equal(
+      block("yaml"),
+      envoyConfig(contract, shown),
+      "regenerate the Envoy block of docs/plugin-mode.md",
+    );
+  });
+
+  test("npm run proxy-config prints nginx's config for the document, and refuses a proxy it has no door for", () => {
+    const keys = writeKeysFile(["alice"]);
+    const env = { ...process.env, API_KEYS_FILE: keys.file };
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, ["scripts/proxy-config.ts", ...args], {
+        cwd: PROJECT_ROOT,
+        env,
+        encoding: "utf8",
+      });
+    const ok = run([
+      "nginx",
+      "--decision-url",
+      "http://127.0.0.1:9000",
+      "--upstream-url",
+      "http://pets:3000/v1",
+    ]);
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.match(ok.stdout, /auth_request \/_gateway\/decide;/);
+    const refused = run(["haproxy", "--decision-url", "http://a", "--upstream-url", "http://b"]);
+    assert.equal(refused.status, 2);
+    assert.match(refused.stderr, /must be one of nginx, envoy/);
+  });
+});
