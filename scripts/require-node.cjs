@@ -1,5 +1,5 @@
 // Plain CommonJS on purpose: it must run, and say something useful, on any Node,
-// including the Node 20 that would otherwise fail deep inside http-proxy-3 or on a .ts entry.
+// including the Node 20 that would otherwise fail deep inside a dependency or on a .ts entry.
 "use strict";
 const [major, minor] = process.versions.node.split(".").map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {

@@ -161,20 +161,22 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
           minimum: 1,
           maximum: 65_536,
           default: 256,
-          description: "The keep-alive agent's bound on sockets to the backend",
+          description: "The bound on connections to the backend (undici's Pool `connections`)",
         },
         maxFreeSockets: {
           type: "integer",
           minimum: 0,
           maximum: 65_536,
           default: 256,
-          description: "The keep-alive agent's bound on idle sockets kept open to the backend",
+          description:
+            "Accepted and ignored since the backend is reached through undici: an idle connection closes after `upstream.idleSocketTimeoutMs`, and there are never more than `upstream.maxSockets`",
         },
         // Below Node's own 5 s server keep-alive, so the gateway drops an idle socket first.
         idleSocketTimeoutMs: {
           ...MILLISECONDS,
           default: 4000,
-          description: "Idle keep-alive sockets are closed before the backend's own (Node: 5 s)",
+          description:
+            "Idle keep-alive connections are closed before the backend's own (Node: 5 s); a shorter `Keep-Alive: timeout` from the backend wins",
         },
         probeIntervalMs: {
           anyOf: [{ const: 0 }, { type: "integer", minimum: 100, maximum: 86_400_000 }],

@@ -7,19 +7,28 @@
 //
 // Only for a Buffer nothing else can still read: the chunks of an answer once joined, an answer
 // the gateway refused, one whose response has finished (every byte handed to the kernel, so no
-// write of it is pending in libuv), or a streamed chunk whose write has completed. A chunk of the backend's answer owns its ArrayBuffer
-// because Node's HTTP parser copies each piece of a body out of its read buffer (Buffer::Copy in
-// on_body); that is how Node 24 works, not a documented promise, and the check below is what
-// keeps a slice of shared memory from being freed should that change.
+// write of it is pending in libuv), or a streamed chunk whose write has completed. undici's parser
+// hands out each piece of a body as a view of what the socket read (Node gives each read an
+// ArrayBuffer of its own): a piece owns its ArrayBuffer only when it is the whole of one read, and
+// the check below leaves every other view to the collector. undici also hands out empty pieces
+// of its one shared empty Buffer, which it parses again later: an empty Buffer is never detached
+// (test/unit/pipeline/held-body.test.ts). That is how undici and Node 24 work, not a documented
+// promise; test/slow/hardening-send.test.ts fails if freeing takes memory from under undici
+// ("Cannot perform %TypedArray%.prototype.set on a detached ArrayBuffer").
 
 /**
  * Detaches the Buffer's ArrayBuffer (ES2024 `transfer`), which frees its bytes at once; the
  * Buffer reads as empty afterwards. A Buffer sharing its ArrayBuffer (a slice, or one from
- * Node's pool of small buffers) is left to the collector.
+ * Node's pool of small buffers) is left to the collector, and an empty one has nothing to free.
  */
 export function freeBufferMemory(buffer: Buffer): void {
   const memory = buffer.buffer;
-  if (buffer.byteOffset !== 0 || memory.byteLength !== buffer.length || !(memory instanceof ArrayBuffer)) {
+  if (
+    buffer.length === 0 ||
+    buffer.byteOffset !== 0 ||
+    memory.byteLength !== buffer.length ||
+    !(memory instanceof ArrayBuffer)
+  ) {
     return;
   }
   if (memory.detached) return;

@@ -1,6 +1,6 @@
 // One request's exchange, and how handlers shared by every request find it: it rides on the Node
-// objects of its request (the request, the response, the backend's answer), so that no closure
-// is made per request to remember it.
+// objects of its request (the request and the response), so that no closure is made per request
+// to remember it.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { GatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
@@ -140,11 +140,6 @@ export function newExchange(
   (req as Carrier)[EXCHANGE] = exchange;
   (res as Carrier)[EXCHANGE] = exchange;
   return exchange;
-}
-
-/** The backend's answer carries its exchange too, for the handlers every streamed answer shares. */
-export function carryExchange(response: IncomingMessage, exchange: CoreExchange): void {
-  (response as Carrier)[EXCHANGE] = exchange;
 }
 
 export function exchangeOf(carrier: unknown): CoreExchange | undefined {

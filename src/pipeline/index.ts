@@ -96,7 +96,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     },
     createStatusLabels(api.operations, options.gatewayStatuses),
   );
-  const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, exchangeOf, {
+  const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, {
     onResponse: answers.onResponse,
     onFault: answers.onFault,
     onConnected: (ok) => metrics.upstreamUp.set(ok ? 1 : 0),
@@ -130,7 +130,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     if (verdict.kind === "refuse") return reject(exchange, verdict.error, verdict.closeConnection);
     if (verdict.kind === "answer") return answerLocally(exchange, verdict.reply);
     const { chain } = verdict;
-    // http-proxy-3 prepends the target's path.
+    // The upstream prepends its own base path.
     req.url = verdict.upstreamTarget;
     if (verdict.operation.requestBody === undefined) return send(exchange, chain);
     readBody(exchange, chain, config.server.maxRequestBodyBytes, bodyRead, refuseTooLarge);

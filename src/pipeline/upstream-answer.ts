@@ -3,12 +3,12 @@
 // its head (streamed), then written with the headers the gateway owns. Faults on the way (an
 // invalid status, a reset, the deadline) become the gateway's own answer while nothing has been
 // sent, and a cut answer once something has.
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import { gatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
 import type { UpstreamAnswer } from "../policy.ts";
-import { type UpstreamFault, upstreamDone } from "../proxy.ts";
+import { type BodySink, type UpstreamFault, type UpstreamResponse, upstreamDone } from "../proxy.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../untrusted-text.ts";
 import type { AnswerBudget } from "./answer-budget.ts";
 import { finishHeaders } from "./answer-headers.ts";
@@ -17,12 +17,11 @@ import { freeBufferMemory } from "./buffer-memory.ts";
 import { connectionListed, isHopByHop } from "./canonical-request.ts";
 import { type Chain, runResponse } from "./chains.ts";
 import type { CoreExchange } from "./exchange.ts";
-import { carryExchange, exchangeOf } from "./exchange.ts";
 import { HeldBody } from "./held-body.ts";
 import type { LocalReplies } from "./local-replies.ts";
 
 export interface UpstreamAnswers {
-  onResponse(exchange: CoreExchange, response: IncomingMessage): void;
+  onResponse(exchange: CoreExchange, response: UpstreamResponse): void;
   onFault(exchange: CoreExchange, fault: UpstreamFault, detail: string): void;
 }
 
@@ -39,12 +38,13 @@ export interface UpstreamAnswerOptions {
   readonly basePathHint: BasePathHint;
 }
 
+const CUT_MID_ANSWER = "The backend closed the connection in the middle of its answer";
+
 export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamAnswers {
   const { chains, reject, budget, maxBodyBytes, timeoutMs, isDraining, basePathHint } = options;
 
-  function onResponse(exchange: CoreExchange, response: IncomingMessage): void {
-    exchange.upstreamStatus = response.statusCode ?? 502;
-    carryExchange(response, exchange);
+  function onResponse(exchange: CoreExchange, response: UpstreamResponse): void {
+    exchange.upstreamStatus = response.statusCode;
     const chain = chains.get(exchange.operation as Operation) as Chain;
     const status = exchange.upstreamStatus;
     if (status < 200 || status > 599) {
@@ -65,7 +65,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       !bodyless &&
       JSON_FAMILY_MEDIA_TYPE.test(response.headers["content-type"] ?? "")
     ) {
-      bufferResponse(exchange, chain, response);
+      response.sink = new HeldAnswer(exchange, chain, response);
       return;
     }
     basePathHint.notice(exchange.operation as Operation, status, response.headers, undefined);
@@ -81,37 +81,60 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       return reject(exchange, error);
     }
     writeUpstreamHead(exchange, chain, response, false, undefined);
-    streamRest(exchange, response);
+    response.sink = new StreamedAnswer(exchange, response);
   }
 
-  // The deadline covers the whole answer, not just its head: a backend that stalls mid-body (or
-  // a client that reads slowly and holds a backend socket) is cut off like one that never answers.
-  // Piped by hand, so that each chunk is freed once written (writeAndFree).
-  function streamRest(exchange: CoreExchange, response: IncomingMessage): void {
-    const { res } = exchange;
-    response.on("error", onStreamedResponseError);
-    response.on("data", (chunk: Buffer) => {
-      if (!writeAndFree(res, chunk)) response.pause();
-    });
-    res.on("drain", () => response.resume());
-    response.once("end", () => {
-      upstreamDone(exchange);
-      res.end();
-    });
+  /**
+   * An answer on its way to the client as it comes. The deadline covers it to its end: a backend
+   * that stalls mid-body (or a client that reads slowly and holds a backend socket) is cut off
+   * like one that never answers. Each chunk is freed once written (writeAndFree).
+   */
+  class StreamedAnswer implements BodySink {
+    private readonly exchange: CoreExchange;
+    private readonly response: UpstreamResponse;
+
+    constructor(exchange: CoreExchange, response: UpstreamResponse) {
+      this.exchange = exchange;
+      this.response = response;
+      exchange.res.on("drain", () => response.resume());
+    }
+
+    data(chunk: Buffer): void {
+      if (!writeAndFree(this.exchange.res, chunk)) this.response.pause();
+    }
+
+    end(): void {
+      upstreamDone(this.exchange);
+      this.exchange.res.end();
+    }
+
+    error(): void {
+      // The answer is already on its way: cut the connection so the client sees it incomplete.
+      this.exchange.facts.upstreamFault ??= "reset mid-body";
+      this.exchange.res.destroy();
+    }
   }
 
-  function bufferResponse(exchange: CoreExchange, chain: Chain, response: IncomingMessage): void {
-    const limit = maxBodyBytes;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
+  /** An answer held until it is whole (or over the cap), then judged by the response phases. */
+  class HeldAnswer implements BodySink {
+    private readonly exchange: CoreExchange;
+    private readonly chain: Chain;
+    private readonly response: UpstreamResponse;
+    private readonly chunks: Buffer[] = [];
+    private size = 0;
+
+    constructor(exchange: CoreExchange, chain: Chain, response: UpstreamResponse) {
+      this.exchange = exchange;
+      this.chain = chain;
+      this.response = response;
+    }
+
+    data(chunk: Buffer): void {
+      const { exchange, chunks, response } = this;
+      this.size += chunk.length;
       chunks.push(chunk);
-      if (size <= limit && budget.take(exchange, chunk.length)) return;
-      response.off("data", onData);
-      response.off("end", onEnd);
-      response.pause();
-      const error = runResponse(chain, exchange, {
+      if (this.size <= maxBodyBytes && budget.take(exchange, chunk.length)) return;
+      const error = runResponse(this.chain, exchange, {
         status: exchange.upstreamStatus,
         headers: response.headers,
         body: undefined,
@@ -120,21 +143,28 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       });
       if (error) {
         response.destroy();
-        new HeldBody(chunks, size).free();
+        new HeldBody(chunks, this.size).free();
         return reject(exchange, error);
       }
       // Allowed through (e.g. report mode): what was read goes first, the rest streams.
-      writeUpstreamHead(exchange, chain, response, false, undefined);
-      for (const buffered of chunks) writeAndFree(exchange.res, buffered);
+      writeUpstreamHead(exchange, this.chain, response, false, undefined);
+      let flowing = true;
+      for (const buffered of chunks) flowing = writeAndFree(exchange.res, buffered);
       chunks.length = 0;
-      streamRest(exchange, response);
-      response.resume();
-    };
-    const onEnd = () => {
+      response.sink = new StreamedAnswer(exchange, response);
+      if (!flowing) response.pause();
+    }
+
+    end(): void {
+      const { exchange, response } = this;
       upstreamDone(exchange);
-      const held = new HeldBody(chunks, size);
+      const held = new HeldBody(this.chunks, this.size);
       if (exchange.finished) return held.free();
-      const { sent, judged, oversized, fault } = decoded(held, response.headers["content-encoding"], limit);
+      const { sent, judged, oversized, fault } = decoded(
+        held,
+        response.headers["content-encoding"],
+        maxBodyBytes,
+      );
       basePathHint.notice(exchange.operation as Operation, exchange.upstreamStatus, response.headers, judged);
       const answer: UpstreamAnswer = {
         status: exchange.upstreamStatus,
@@ -143,32 +173,29 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
         oversized,
         fault,
       };
-      const error = runResponse(chain, exchange, answer);
+      const error = runResponse(this.chain, exchange, answer);
       if (error) {
         sent.free();
         return reject(exchange, error);
       }
-      writeUpstreamHead(exchange, chain, response, judged !== undefined, sent.length);
+      writeUpstreamHead(exchange, this.chain, response, judged !== undefined, sent.length);
       // Freed by the budget once the response has finished (answer-budget.ts).
       exchange.heldAnswer = sent;
       sent.endResponse(exchange.res);
-    };
-    response.on("data", onData);
-    response.on("end", onEnd);
-    response.on("error", () => {
+    }
+
+    error(): void {
+      const { exchange } = this;
       if (exchange.finished) return;
       upstreamDone(exchange);
-      reject(
-        exchange,
-        gatewayError("UPSTREAM_UNAVAILABLE", "The backend closed the connection in the middle of its answer"),
-      );
-    });
+      reject(exchange, gatewayError("UPSTREAM_UNAVAILABLE", CUT_MID_ANSWER));
+    }
   }
 
   function writeUpstreamHead(
     exchange: CoreExchange,
     chain: Chain,
-    response: IncomingMessage,
+    response: UpstreamResponse,
     decodedBody: boolean,
     length: number | undefined,
   ): void {
@@ -207,14 +234,6 @@ function writeAndFree(res: ServerResponse, chunk: Buffer): boolean {
   return res.write(chunk, (error) => {
     if (!error) freeBufferMemory(chunk);
   });
-}
-
-function onStreamedResponseError(this: IncomingMessage): void {
-  const exchange = exchangeOf(this);
-  if (!exchange) return;
-  // The answer is already on its way: cut the connection so the client sees it incomplete.
-  exchange.facts.upstreamFault ??= "reset mid-body";
-  exchange.res.destroy();
 }
 
 /**

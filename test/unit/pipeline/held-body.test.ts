@@ -49,6 +49,13 @@ test("a Buffer that shares its memory is left alone: its neighbours stay readabl
   assert.equal(whole[30], 7);
 });
 
+test("an empty Buffer is never detached: undici hands out its one shared empty Buffer as a body piece and parses it again", () => {
+  const shared = Buffer.alloc(0);
+  freeBufferMemory(shared);
+  assert.equal(shared.buffer.detached, false);
+  new Uint8Array(8).set(shared);
+});
+
 test("a held body freed once sent holds nothing more", () => {
   const chunks = [Buffer.allocUnsafeSlow(4 * MB).fill(1), Buffer.allocUnsafeSlow(4 * MB).fill(2)];
   const before = process.memoryUsage().arrayBuffers;
