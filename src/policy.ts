@@ -88,8 +88,12 @@ export interface OperationPolicy {
   onRequest?(exchange: Exchange): GatewayError | undefined;
   /** The request body has been buffered into exchange.body. */
   onRequestBody?(exchange: Exchange): GatewayError | undefined;
-  /** Set when onResponse needs the body: the core then buffers JSON answers up to the cap. */
-  readonly readsResponseBody?: boolean;
+  /**
+   * Set when onResponse needs the body: the core then buffers JSON answers up to the cap. A
+   * function decides for each request, once, before it is forwarded (a sampled check): false lets
+   * this request's answer stream unless another policy reads it. onResponse runs either way.
+   */
+  readonly readsResponseBody?: boolean | ((exchange: Exchange) => boolean);
   onResponse?(exchange: Exchange, answer: UpstreamAnswer): GatewayError | undefined;
   /** Every answer for this operation, whoever produced it (policy, core or backend): add headers. */
   onReply?(exchange: Exchange, status: number, headers: OutgoingHttpHeaders): void;

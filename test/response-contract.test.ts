@@ -525,6 +525,109 @@ describe("modes per operation", () => {
   });
 });
 
+describe("report mode on a sample", () => {
+  const ANSWERS = "gateway_contract_answers_total";
+  // Every answer breaks the schema: each judged one is a violation, each unjudged one is not.
+  const BROKEN = '[{"id":"x"}]';
+  let backend: ProgrammableBackend;
+  let sampled: TestGateway;
+  let enforcing: TestGateway;
+  before(async () => {
+    backend = await startProgrammableBackend();
+    backend.behave((req) => jsonAnswer(200, req.url.startsWith("/v1/pets/") ? '{"id":"x"}' : BROKEN));
+    sampled = await startGateway({
+      upstreamUrl: backend.url,
+      config: {
+        policies: {
+          auth: { keysFile },
+          responseContract: { mode: "report", sample: 0.5, samples: { getPet: 0 } },
+        },
+      },
+    });
+    enforcing = await startGateway({
+      upstreamUrl: backend.url,
+      config: { policies: { auth: { keysFile }, responseContract: { mode: "enforce", sample: 0 } } },
+    });
+  });
+  after(async () => {
+    await sampled.close();
+    await enforcing.close();
+    await backend.close();
+  });
+
+  /** `count` requests, eight at a time; every answer's status. */
+  const send = async (url: string, count: number) => {
+    const statuses: number[] = [];
+    let left = count;
+    const worker = async () => {
+      while (left > 0) {
+        left--;
+        statuses.push((await request(url, { key })).status);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    return statuses;
+  };
+
+  test("sample 0.5 judges a random share of 400 answers, the rest pass unjudged, and the counts add up", async () => {
+    const statuses = await send(`${sampled.url}/pets`, 400);
+    assert.deepEqual(new Set(statuses), new Set([200]), "report mode: every answer passes");
+    const samples = await scrape(sampled);
+    const judged = sampleValue(samples, ANSWERS, { operation: "listPets", judged: "true" });
+    const unjudged = sampleValue(samples, ANSWERS, { operation: "listPets", judged: "false" });
+    assert.equal(judged + unjudged, 400);
+    // Binomial(400, 0.5): 120 and 280 are 8 standard deviations out.
+    assert.ok(judged >= 120 && judged <= 280, `${judged} of 400 judged`);
+    assert.equal(sampleValue(samples, VIOLATIONS, { operation: "listPets" }), judged);
+    const lines = sampled.logs.messages("request").filter((line) => line.operation === "listPets");
+    assert.equal(lines.filter((line) => line.contractJudged === false).length, unjudged);
+  });
+
+  test("sample 0 judges no answer: nothing held, no violation, each counted as passed unjudged", async () => {
+    const statuses = await send(`${sampled.url}/pets/1`, 20);
+    assert.deepEqual(new Set(statuses), new Set([200]));
+    const samples = await scrape(sampled);
+    assert.equal(sampleValue(samples, ANSWERS, { operation: "getPet", judged: "true" }), 0);
+    assert.equal(sampleValue(samples, ANSWERS, { operation: "getPet", judged: "false" }), 20);
+    assert.equal(sampleValue(samples, VIOLATIONS, { operation: "getPet" }), 0);
+  });
+
+  test("enforce judges every answer, whatever the sample says", async () => {
+    const statuses = await send(`${enforcing.url}/pets`, 40);
+    assert.deepEqual(new Set(statuses), new Set([502]));
+    const samples = await scrape(enforcing);
+    assert.equal(sampleValue(samples, ANSWERS, { operation: "listPets", judged: "true" }), 40);
+    assert.equal(sampleValue(samples, ANSWERS, { operation: "listPets", judged: "false" }), 0);
+  });
+
+  test("sample 1, the default, judges every answer in report mode", async () => {
+    const gw = await startGateway({
+      upstreamUrl: backend.url,
+      config: { policies: { auth: { keysFile }, responseContract: { mode: "report" } } },
+    });
+    try {
+      await send(`${gw.url}/pets`, 40);
+      const samples = await scrape(gw);
+      assert.equal(sampleValue(samples, ANSWERS, { operation: "listPets", judged: "true" }), 40);
+      assert.equal(sampleValue(samples, ANSWERS, { operation: "listPets", judged: "false" }), 0);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  test("a sample outside 0 to 1, or for an unknown operationId, stops start-up", async () => {
+    for (const contract of [{ sample: 1.5 }, { sample: -0.1 }, { samples: { nope: 0.5 } }]) {
+      await assert.rejects(
+        startGateway({
+          upstreamUrl: backend.url,
+          config: { policies: { auth: { keysFile }, responseContract: contract } },
+        }),
+        /sample/,
+      );
+    }
+  });
+});
+
 describe("the drift report's memory", () => {
   let backend: ProgrammableBackend;
   let gw: TestGateway;
@@ -571,7 +674,7 @@ describe("the drift report across worker processes", () => {
     const instance = (
       responseContract as unknown as { create(o: unknown, c: unknown): PolicyInstance }
     ).create(
-      { mode: "report", operations: {}, recentPerOperation: 2, rules: {} },
+      { mode: "report", operations: {}, sample: 1, samples: {}, recentPerOperation: 2, rules: {} },
       {
         api: loadApiDescription(DEFAULT_OPENAPI_FILE),
         logger: pino({ level: "silent" }),
@@ -625,7 +728,14 @@ describe("the drift report across worker processes", () => {
         },
       },
     };
-    const options = { mode: "report" as const, operations: {}, recentPerOperation: 2, rules: {} };
+    const options = {
+      mode: "report" as const,
+      operations: {},
+      sample: 1,
+      samples: {},
+      recentPerOperation: 2,
+      rules: {},
+    };
     const merged = (report.merge([a, b, collect()], options) as ContractReport).operations.listPets;
     assert.equal(merged?.violations, 7);
     assert.deepEqual(merged?.byRule, { "schema:type": 6, "page-size": 1 });

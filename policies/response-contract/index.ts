@@ -3,7 +3,8 @@
 // the document as x-gateway-response-rules or in the config, else inferred and only reported)
 // must hold. Per operation the config chooses to
 // enforce (the client gets 502 instead), report (the answer passes; the violation is logged,
-// counted and listed on the ops port) or off (not even buffered).
+// counted and listed on the ops port; `sample` judges only a random share of answers, the rest
+// stream through unjudged and are counted) or off (not even buffered).
 //
 // Cheap on the hot path: validators were compiled when the description loaded, the status lookup
 // is an array index, the body is parsed once with plain JSON.parse, and the slow exact-integer
@@ -13,7 +14,7 @@ import type { JSONSchemaType } from "ajv";
 import { Counter } from "prom-client";
 import { declareErrors, type GatewayError } from "../../src/errors.ts";
 import type { Operation } from "../../src/openapi.ts";
-import { definePolicy, type Exchange, type PlanContext } from "../../src/policy.ts";
+import { definePolicy, type Exchange, type PlanContext, type UpstreamAnswer } from "../../src/policy.ts";
 import { confirmingLine, inference } from "./inference.ts";
 import { judge } from "./judge.ts";
 import {
@@ -43,6 +44,10 @@ export interface ResponseContractOptions {
   readonly mode: ContractMode;
   /** Per-operationId overrides of the mode. */
   readonly operations: Readonly<Record<string, ContractMode>>;
+  /** In report mode, the share of answers held and judged, for every operation not named in `samples`. */
+  readonly sample: number;
+  /** Per-operationId overrides of the sample. */
+  readonly samples: Readonly<Record<string, number>>;
   /** Distinct violations kept per operation for the drift report (least recently seen dropped first). */
   readonly recentPerOperation: number;
   /** Per-operationId rules, for a document that states none (`[]`: none, nor any inferred). */
@@ -80,6 +85,22 @@ const optionsSchema: JSONSchemaType<ResponseContractOptions> = {
       default: {},
       description: "`operationId` → mode; an unknown `operationId` stops start-up",
     },
+    sample: {
+      type: "number",
+      minimum: 0,
+      maximum: 1,
+      default: 1,
+      description:
+        "In `report` mode, the share of answers held and judged, chosen at random; the rest stream through unjudged (counted by `gateway_contract_answers_total`). `enforce` judges every answer whatever this says",
+    },
+    samples: {
+      type: "object",
+      propertyNames: { pattern: "^[A-Za-z0-9_.-]+$" },
+      additionalProperties: { type: "number", minimum: 0, maximum: 1 },
+      required: [],
+      default: {},
+      description: "`operationId` → its `sample`; an unknown `operationId` stops start-up",
+    },
     rules: {
       type: "object",
       propertyNames: { pattern: "^[A-Za-z0-9_.-]+$" },
@@ -99,18 +120,30 @@ const optionsSchema: JSONSchemaType<ResponseContractOptions> = {
   },
 };
 
-export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule" | "mode">>({
+interface ContractMetrics {
+  readonly violations: Counter<"operation" | "rule" | "mode">;
+  readonly answers: Counter<"operation" | "judged">;
+}
+
+export default definePolicy<ResponseContractOptions, ContractMetrics>({
   name: "responseContract",
   errors,
   environment: { CONTRACT_MODE: "mode" },
   optionsSchema,
-  metrics: (registry) =>
-    new Counter({
+  metrics: (registry) => ({
+    violations: new Counter({
       name: "gateway_contract_violations_total",
       help: "Backend answers that broke the interface contract, by operation, rule or schema keyword, and mode",
       labelNames: ["operation", "rule", "mode"] as const,
       registers: [registry],
     }),
+    answers: new Counter({
+      name: "gateway_contract_answers_total",
+      help: 'Backend answers the contract judged (judged="true") or, sampled out in report mode, passed unjudged (judged="false"), by operation: violations over judged answers is the violation rate',
+      labelNames: ["operation", "judged"] as const,
+      registers: [registry],
+    }),
+  }),
   opsReports: {
     "/contract/violations": {
       merge: (parts: readonly ContractReport[], options) => mergeReports(parts, options.recentPerOperation),
@@ -118,7 +151,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
     },
   },
   plan(options, context) {
-    const { rulesOf, modeOf, unread } = contractOf(options, context);
+    const { rulesOf, modeOf, sampleOf, unread } = contractOf(options, context);
     return {
       warnings:
         unread.length === 0
@@ -134,10 +167,13 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
         const mode = modeOf(operation);
         const rules = rulesOf(operation);
         const inferred = rules.source === "inferred";
+        const share = sampleOf(operation);
         const text = [
           mode === "off"
             ? "response: not checked (mode off)"
-            : `response: status and schema of each declared answer, mode ${mode}`,
+            : mode === "report" && share < 1
+              ? `response: status and schema of a random ${share * 100} % of answers, mode report`
+              : `response: status and schema of each declared answer, mode ${mode}`,
         ];
         if (mode !== "off") {
           for (const entry of rules.entries) {
@@ -155,6 +191,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
           text,
           data: {
             mode,
+            ...(mode === "report" && share < 1 ? { sample: share } : {}),
             rules: rules.entries.map((entry) => ({
               ...entry,
               source: rules.source,
@@ -168,9 +205,9 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
       },
     };
   },
-  create(options, context, violations) {
+  create(options, context, metrics) {
     const { api, logger, now } = context;
-    const { modeOf, planOf } = contractOf(options, context);
+    const { modeOf, planOf, sampleOf } = contractOf(options, context);
 
     const drift = createDriftLog(
       api.operations.map((operation) => [operation.id, modeOf(operation)] as const),
@@ -189,7 +226,7 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
           pointer: exchange.redact(raw.pointer),
           message: exchange.redact(raw.message),
         };
-        violations.labels(operation, violation.rule, mode).inc();
+        metrics.violations.labels(operation, violation.rule, mode).inc();
         logger.warn(
           {
             reqId: exchange.requestId,
@@ -229,15 +266,34 @@ export default definePolicy<ResponseContractOptions, Counter<"operation" | "rule
         if (mode === "off") return undefined;
         const plan = planOf(operation);
         const enforce = mode === "enforce";
+        const judged = metrics.answers.labels(operation.id, "true");
+        const unjudged = metrics.answers.labels(operation.id, "false");
+        const check = (exchange: Exchange, answer: UpstreamAnswer): GatewayError | undefined => {
+          judged.inc();
+          const found = judge(plan, exchange, answer);
+          if (found === undefined) return undefined;
+          record(plan, exchange, answer.status, found);
+          if (!enforce) return undefined;
+          const enforced = found.find((violation) => !violation.reportOnly);
+          return enforced ? contractError(enforced) : undefined;
+        };
+        const share = enforce ? 1 : sampleOf(operation);
+        if (share >= 1) return { readsResponseBody: true, onResponse: check };
+        // Report mode on a sample: chosen at random per request (never every n-th, which a
+        // backend's own periodic behaviour could line up with), before it is forwarded, so that an
+        // answer left out is never held. What was left out is remembered until its answer comes.
+        const left = new WeakSet<Exchange>();
         return {
-          readsResponseBody: true,
+          readsResponseBody(exchange) {
+            if (Math.random() < share) return true;
+            left.add(exchange);
+            return false;
+          },
           onResponse(exchange, answer) {
-            const found = judge(plan, exchange, answer);
-            if (found === undefined) return undefined;
-            record(plan, exchange, answer.status, found);
-            if (!enforce) return undefined;
-            const enforced = found.find((violation) => !violation.reportOnly);
-            return enforced ? contractError(enforced) : undefined;
+            if (!left.has(exchange)) return check(exchange, answer);
+            unjudged.inc();
+            exchange.notes.contractJudged = false;
+            return undefined;
           },
         };
       },
@@ -254,6 +310,7 @@ function contractOf(options: ResponseContractOptions, context: PlanContext) {
   for (const [field, ids] of [
     ["operations", Object.keys(options.operations)],
     ["rules", Object.keys(options.rules)],
+    ["samples", Object.keys(options.samples)],
   ] as const) {
     for (const id of ids) {
       if (api.operation(id) === undefined) {
@@ -265,6 +322,7 @@ function contractOf(options: ResponseContractOptions, context: PlanContext) {
   }
   const validateRules = rulesValidator();
   const modeOf = (operation: Operation): ContractMode => options.operations[operation.id] ?? options.mode;
+  const sampleOf = (operation: Operation): number => options.samples[operation.id] ?? options.sample;
   const rules = new Map<string, StatedRules>();
   const plans = new Map<string, OperationPlan>();
   /** Where an unstated rule could not be inferred: operationId -> the schemas not read. */
@@ -289,7 +347,7 @@ function contractOf(options: ResponseContractOptions, context: PlanContext) {
     rules.get(operation.id) ?? { source: "inferred", entries: [] };
   // Every operation of the document has its plan: the loop above went through them all.
   const planOf = (operation: Operation): OperationPlan => plans.get(operation.id) as OperationPlan;
-  return { rulesOf, modeOf, planOf, unread };
+  return { rulesOf, modeOf, sampleOf, planOf, unread };
 }
 
 function contractError(first: Violation): GatewayError {

@@ -33,6 +33,7 @@ export type PhaseName =
   | "onRequest"
   | "onRequestBody"
   | "onResponse"
+  | "readsResponseBody"
   | "onReply";
 
 type JudgingPhase = (exchange: CoreExchange) => GatewayError | undefined;
@@ -52,8 +53,13 @@ export interface Chain {
   readonly requestBody: readonly Step<JudgingPhase>[];
   readonly response: readonly Step<AnswerPhase>[];
   readonly reply: readonly Step<ReplyPhase>[];
-  /** Some response phase reads the body: JSON answers are then buffered up to the cap. */
+  /** Some response phase may read the body: JSON answers are then buffered up to the cap. */
   readonly readsResponseBody: boolean;
+  /**
+   * Whether this request's answer is held, decided once before it is forwarded, when a phase
+   * reads only some answers; unset, every answer is held when readsResponseBody says so.
+   */
+  readonly holdsAnswer?: (exchange: CoreExchange) => boolean;
   /** The operation's declared header parameters whose unusual names may pass (request-headers.ts). */
   readonly unusualHeaders: ReadonlySet<string>;
   readonly failed: PolicyFailure;
@@ -84,6 +90,8 @@ export function buildChains(
     const response: Step<AnswerPhase>[] = [];
     const reply: Step<ReplyPhase>[] = [];
     let readsResponseBody = false;
+    let readsAlways = false;
+    const samplers: Step<(exchange: CoreExchange) => boolean>[] = [];
     for (const { name: policy, instance } of policies) {
       const phases = instance.forOperation(operation);
       if (!phases) continue;
@@ -91,7 +99,11 @@ export function buildChains(
       if (phases.onRequestBody) requestBody.push({ policy, run: phases.onRequestBody.bind(phases) });
       if (phases.onResponse) response.push({ policy, run: phases.onResponse.bind(phases) });
       if (phases.onReply) reply.push({ policy, run: phases.onReply.bind(phases) });
-      readsResponseBody ||= phases.readsResponseBody === true && phases.onResponse !== undefined;
+      if (phases.onResponse === undefined) continue;
+      const reads = phases.readsResponseBody;
+      if (reads === true) readsAlways = true;
+      else if (typeof reads === "function") samplers.push({ policy, run: reads.bind(phases) });
+      readsResponseBody ||= reads === true || typeof reads === "function";
     }
     chains.set(operation, {
       request,
@@ -99,11 +111,34 @@ export function buildChains(
       response: response.reverse(),
       reply: reply.reverse(),
       readsResponseBody,
+      ...(samplers.length > 0 && !readsAlways ? { holdsAnswer: sampled(samplers, failed) } : {}),
       unusualHeaders: keptUnusualHeaders(operation, owned),
       failed,
     });
   }
   return chains;
+}
+
+/**
+ * Held when any sampler wants it; each is asked, since each may note its own decision. One that
+ * throws holds the answer: judged is the safe side.
+ */
+function sampled(
+  samplers: readonly Step<(exchange: CoreExchange) => boolean>[],
+  failed: PolicyFailure,
+): (exchange: CoreExchange) => boolean {
+  return (exchange) => {
+    let holds = false;
+    for (const step of samplers) {
+      try {
+        if (step.run(exchange)) holds = true;
+      } catch (error) {
+        failed(step.policy, "readsResponseBody", exchange, error);
+        holds = true;
+      }
+    }
+    return holds;
+  };
 }
 
 export function buildArrival(policies: readonly NamedPolicy[], failed: PolicyFailure): ArrivalPhases {

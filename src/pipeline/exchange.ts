@@ -34,6 +34,8 @@ export interface CoreExchange extends Exchange {
    */
   carriedStatus: number;
   finished: boolean;
+  /** The backend's answer is held to be judged whole when it is JSON (decided when it is forwarded). */
+  holdsAnswer: boolean;
   /** Bytes of the answer held to be judged whole, and the cap reserved until it arrives (answer-budget.ts). */
   heldAnswerBytes: number;
   reservedAnswerBytes: number;
@@ -67,6 +69,7 @@ class RequestExchange implements CoreExchange {
   upstreamStatus = 0;
   carriedStatus = 0;
   finished = false;
+  holdsAnswer = false;
   heldAnswerBytes = 0;
   reservedAnswerBytes = 0;
   heldAnswer: HeldBody | undefined = undefined;

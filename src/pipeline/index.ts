@@ -139,7 +139,8 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   function send(exchange: CoreExchange, chain: Chain): void {
     // An answer that would be held to be judged whole is not asked for while the process holds
     // all it may: the client is told to come back, and nothing reached the backend.
-    if (chain.readsResponseBody) {
+    exchange.holdsAnswer = chain.holdsAnswer ? chain.holdsAnswer(exchange) : chain.readsResponseBody;
+    if (exchange.holdsAnswer) {
       if (budget.isFull()) return reject(exchange, GATEWAY_BUSY);
       budget.reserve(exchange);
     }

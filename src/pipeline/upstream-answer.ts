@@ -61,7 +61,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
     // HEAD, a 204 with a Content-Length) break its socket, not the answer the client is owed.
     if (bodyless) upstreamDone(exchange);
     if (
-      chain.readsResponseBody &&
+      exchange.holdsAnswer &&
       !bodyless &&
       JSON_FAMILY_MEDIA_TYPE.test(response.headers["content-type"] ?? "")
     ) {

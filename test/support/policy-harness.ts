@@ -426,7 +426,7 @@ function runner(
         const bodyless = req.method === "HEAD" || backend.status === 204 || backend.status === 304;
         // As the core: the body only to a chain that reads it, for a JSON answer under the cap.
         const held =
-          chain.readsResponseBody &&
+          (chain.holdsAnswer ? chain.holdsAnswer(exchange) : chain.readsResponseBody) &&
           !bodyless &&
           !backend.oversized &&
           JSON_FAMILY_MEDIA_TYPE.test(headers["content-type"] ?? "");

@@ -92,6 +92,45 @@ test("answers are buffered only for a policy that reads them in a response phase
   assert.equal(reads({ readsResponseBody: true, onRequest: () => undefined }), false);
 });
 
+test("a policy that reads only some answers is asked per request; another that reads all holds every one", () => {
+  const decided: boolean[] = [];
+  const sampling: NamedPolicy = {
+    name: "sampling",
+    instance: {
+      forOperation: () => ({
+        readsResponseBody: () => {
+          decided.push(decided.length % 2 === 0);
+          return decided.at(-1) as boolean;
+        },
+        onResponse: () => undefined,
+      }),
+    },
+  };
+  const alone = buildChains([listPets], [sampling], neverFails).get(listPets);
+  assert.equal(alone?.readsResponseBody, true);
+  assert.deepEqual([alone?.holdsAnswer?.(exchange), alone?.holdsAnswer?.(exchange)], [true, false]);
+  const reader: NamedPolicy = {
+    name: "reader",
+    instance: { forOperation: () => ({ readsResponseBody: true, onResponse: () => undefined }) },
+  };
+  assert.equal(buildChains([listPets], [sampling, reader], neverFails).get(listPets)?.holdsAnswer, undefined);
+  const failures: unknown[] = [];
+  const throwing: NamedPolicy = {
+    name: "faulty",
+    instance: {
+      forOperation: () => ({
+        readsResponseBody: () => {
+          throw new Error("bug");
+        },
+        onResponse: () => undefined,
+      }),
+    },
+  };
+  const guarded = buildChains([listPets], [throwing], (...failure) => failures.push(failure)).get(listPets);
+  assert.equal(guarded?.holdsAnswer?.(exchange), true, "one that throws holds the answer");
+  assert.equal(failures.length, 1);
+});
+
 test("a judging phase that throws refuses its request with INTERNAL_ERROR, and is reported once", () => {
   const failures: unknown[][] = [];
   const boom = new Error("bug");

@@ -167,7 +167,7 @@ test("an answer whose properties are behind oneOf infers nothing from it, and sa
     unread: ["its 200 answer"],
   });
   const warnings = responseContract.plan?.(
-    { mode: "report", operations: {}, recentPerOperation: 20, rules: {} },
+    { mode: "report", operations: {}, sample: 1, samples: {}, recentPerOperation: 20, rules: {} },
     { api, environment: "production", now: Date.now },
   ).warnings;
   assert.deepEqual(
@@ -176,7 +176,7 @@ test("an answer whose properties are behind oneOf infers nothing from it, and sa
   );
   assert.match(warnings?.[0]?.message ?? "", /getPet \(its 200 answer\)/);
   const off = responseContract.plan?.(
-    { mode: "report", operations: {}, recentPerOperation: 20, rules: { getPet: [] } },
+    { mode: "report", operations: {}, sample: 1, samples: {}, recentPerOperation: 20, rules: { getPet: [] } },
     { api, environment: "production", now: Date.now },
   ).warnings;
   assert.deepEqual(off, [], "rules the config states, none included, are not inferred, so nothing is missed");
