@@ -102,21 +102,7 @@ export function createUpstream(
 ): Upstream {
   const target = new URL(url);
   target.pathname = target.pathname.replace(/\/+$/, "");
-  const poolOptions: Pool.Options = {
-    connections: options.maxSockets,
-    // One request at a time per connection, as Node's agent: a pipelined request behind a slow
-    // answer would wait on it, and a reset would take both.
-    pipelining: 1,
-    // A backend's Keep-Alive hint may shorten the idle time, never lengthen it.
-    keepAliveTimeout: options.idleSocketTimeoutMs,
-    keepAliveMaxTimeout: options.idleSocketTimeoutMs,
-    // The gateway's own timer covers the whole answer (onDeadline): undici's would be a second,
-    // coarser one per request (300 s by default), so both are off.
-    headersTimeout: 0,
-    bodyTimeout: 0,
-    // Certificates are verified against Node's authorities, NODE_EXTRA_CA_CERTS included.
-    connect: { timeout: options.connectTimeoutMs },
-  };
+  const poolOptions = upstreamPoolOptions(options);
   // undici's Pool gives a request the first connection in its list that is free, so under a
   // light load the same few stay warm and the rest reach the idle timeout and close: what the
   // LIFO scheduling of Node's agent was for.
@@ -224,6 +210,25 @@ export function createUpstream(
       pool.destroy().catch(() => undefined);
       retryPool.destroy().catch(() => undefined);
     },
+  };
+}
+
+/** The Pool's settings from upstream.*: the gateway's, and the benchmark's undici proxies' (scripts/bench). */
+export function upstreamPoolOptions(options: GatewayConfig["upstream"]): Pool.Options {
+  return {
+    connections: options.maxSockets,
+    // One request at a time per connection, as Node's agent: a pipelined request behind a slow
+    // answer would wait on it, and a reset would take both.
+    pipelining: 1,
+    // A backend's Keep-Alive hint may shorten the idle time, never lengthen it.
+    keepAliveTimeout: options.idleSocketTimeoutMs,
+    keepAliveMaxTimeout: options.idleSocketTimeoutMs,
+    // The gateway's own timer covers the whole answer (onDeadline): undici's would be a second,
+    // coarser one per request (300 s by default), so both are off.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    // Certificates are verified against Node's authorities, NODE_EXTRA_CA_CERTS included.
+    connect: { timeout: options.connectTimeoutMs },
   };
 }
 
