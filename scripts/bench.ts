@@ -27,7 +27,7 @@
 // rounds, so that a change to the gateway is measured against its predecessor on equal terms.
 // --compare-flags="NODE FLAGS": the same, for the gateway of this tree started with other Node
 // flags (e.g. "--max-semi-space-size=8").
-// --targets direct,nginx,bare,bare-check,bare-must,gateway,gateway-nocontract,compare: run only these targets in
+// --targets direct,nginx,bare,bare-check,bare-must,bare-undici,must-undici,fastify,gateway,gateway-report-0.1,gateway-nocontract,compare: run only these targets in
 // the throughput and fixed-rate scenarios (an A/B of two gateways: --targets gateway,compare).
 //
 // This file reads the flags; scripts/bench/main.ts runs the benchmark, with the targets
@@ -50,7 +50,7 @@ import { main } from "./bench/main.ts";
 import { shutDown } from "./bench/processes.ts";
 
 const USAGE = `usage: npm run bench -- [--quick] [--profile [--baseline bare|bare-check|bare-must]]
-  [--only list20,list100,create,getPet,keys,patterns,rate,rss] [--targets direct,nginx,bare,bare-check,bare-must,gateway,gateway-nocontract,compare]
+  [--only list20,list100,create,getPet,keys,patterns,rate,rss] [--targets direct,nginx,bare,bare-check,bare-must,bare-undici,must-undici,fastify,gateway,gateway-report-0.1,gateway-nocontract,compare]
   [--compare GIT_REF | --compare-flags="NODE FLAGS"] [--rounds N] [--duration S] [--connections N] [--rate N]
   [--loader wrk|autocannon] [--backend static|demo] [--no-nginx]
 See docs/performance.md.

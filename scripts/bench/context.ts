@@ -22,7 +22,11 @@ export const ALL_TARGETS = [
   "bare",
   "bare-check",
   "bare-must",
+  "bare-undici",
+  "must-undici",
+  "fastify",
   "gateway",
+  "gateway-report-0.1",
   "gateway-nocontract",
   "compare",
 ];

@@ -22,6 +22,8 @@ export interface LoadOrder {
   readonly rate?: number;
   /** With rate: the open loop is used unless autocannon's per-connection quota is asked for. */
   readonly pacing?: "open" | "per-connection";
+  /** Keys sent in turn, one per request, as `Authorization: Bearer <key>` (closed loop only). */
+  readonly keys?: readonly string[];
 }
 
 export interface LoadResult {
@@ -208,6 +210,7 @@ function run(order: LoadOrder): Promise<LoadResult> {
         method: order.method,
         headers: order.headers,
         ...(order.body === undefined ? {} : { body: order.body }),
+        ...(order.keys === undefined ? {} : { requests: [{ setupRequest: rotateKeys(order.keys) }] }),
         connections: order.connections,
         duration: order.durationS,
         ...(order.rate === undefined ? {} : { overallRate: order.rate }),
@@ -237,6 +240,16 @@ function run(order: LoadOrder): Promise<LoadResult> {
       latencies[count++] = ms;
     });
   });
+}
+
+/** autocannon's per-request hook: the next key of the list on each request, over every connection. */
+function rotateKeys(keys: readonly string[]) {
+  let next = 0;
+  return (request: { headers?: Record<string, string> }) => {
+    next = (next + 1) % keys.length;
+    request.headers = { ...request.headers, authorization: `Bearer ${keys[next]}` };
+    return request;
+  };
 }
 
 if (process.send) {

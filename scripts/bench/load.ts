@@ -59,14 +59,28 @@ export function autocannonRun(order: LoadOrder): Promise<LoadResult> {
   });
 }
 
-const luaScripts = new Map<RequestSpec, string>();
-function luaScript(bench: Bench, spec: RequestSpec): string {
-  let file = luaScripts.get(spec);
+const luaScripts = new Map<string, string>();
+function luaScript(bench: Bench, spec: RequestSpec, keys: readonly string[] | undefined): string {
+  const id = `${spec.method} ${spec.path} ${keys?.length ?? 0}`;
+  let file = luaScripts.get(id);
   if (file) return file;
   const lines = [`wrk.method = "${spec.method}"`];
   for (const [name, value] of Object.entries(headersFor(spec)))
     lines.push(`wrk.headers["${name}"] = "${value}"`);
   if (spec.body !== undefined) lines.push(`wrk.body = [[${spec.body}]]`);
+  if (keys !== undefined) {
+    // A key per request, in turn: the load spreads over every key, so that nothing can be cached
+    // on a presented key.
+    lines.push(
+      `local keys = { ${keys.map((key) => `"${key}"`).join(", ")} }`,
+      "local turn = 0",
+      "request = function()",
+      "  turn = turn % #keys + 1",
+      '  wrk.headers["authorization"] = "Bearer " .. keys[turn]',
+      "  return wrk.format()",
+      "end",
+    );
+  }
   lines.push(
     "done = function(summary, latency, requests)",
     "  local e = summary.errors",
@@ -77,7 +91,7 @@ function luaScript(bench: Bench, spec: RequestSpec): string {
   );
   file = join(bench.work, `wrk-${luaScripts.size}.lua`);
   writeFileSync(file, `${lines.join("\n")}\n`);
-  luaScripts.set(spec, file);
+  luaScripts.set(id, file);
   return file;
 }
 
@@ -87,11 +101,21 @@ export async function wrkRun(
   spec: RequestSpec,
   connections: number,
   durationS: number,
+  keys?: readonly string[],
 ): Promise<LoadResult> {
   const child = track(
     spawn(
       bench.wrkPath as string,
-      ["-t1", `-c${connections}`, `-d${durationS}s`, "--timeout", "10s", "-s", luaScript(bench, spec), url],
+      [
+        "-t1",
+        `-c${connections}`,
+        `-d${durationS}s`,
+        "--timeout",
+        "10s",
+        "-s",
+        luaScript(bench, spec, keys),
+        url,
+      ],
       { stdio: ["ignore", "pipe", "pipe"] },
     ),
     "wrk",

@@ -36,10 +36,14 @@ import {
 import {
   bareProxyArgs,
   checkout,
+  KEYS,
+  LOAD_KEYS,
   startBackend,
+  startFastify,
   startGateway,
   startNginx,
   type Target,
+  undiciProxyArgs,
   writeKeys,
 } from "./targets.ts";
 
@@ -77,23 +81,48 @@ export async function main(options: Options): Promise<void> {
   const bare = await startBare("bare");
   const bareCheck = chosen(bench, "bare-check") ? await startBare("bare-check") : undefined;
   const bareMust = chosen(bench, "bare-must") ? await startBare("bare-must") : undefined;
+  // The same proxies on undici, the gateway's client (scripts/bench/undici-proxy.ts), and the peer
+  // a Node team would write (fastify + @fastify/reply-from doing the must-do work).
+  const startUndici = async (kind: "bare-undici" | "must-undici"): Promise<Target> => {
+    const { child, url } = await startNode(kind, undiciProxyArgs(kind, backendOrigin));
+    const pid = child.pid as number;
+    return { name: kind, origin: url, pids: () => [pid] };
+  };
+  const bareUndici = chosen(bench, "bare-undici") ? await startUndici("bare-undici") : undefined;
+  const mustUndici = chosen(bench, "must-undici") ? await startUndici("must-undici") : undefined;
   const oneKeyFile = join(bench.work, "keys-1.json");
   writeKeys(oneKeyFile, 1);
-  const gateway = await startGateway(bench, "gateway", backend.url, oneKeyFile);
+  // The targets that read a key file get the load spread over LOAD_KEYS keys, one per request in
+  // turn (the keys and patterns scenarios keep their own files and one key).
+  const loadKeyFile = join(bench.work, `keys-${LOAD_KEYS}.json`);
+  writeKeys(loadKeyFile, LOAD_KEYS);
+  const spread = <T extends Target>(target: T): T & { keys: readonly string[] } => ({
+    ...target,
+    keys: KEYS,
+  });
+  const fastify = chosen(bench, "fastify")
+    ? spread(await startFastify(backendOrigin, loadKeyFile))
+    : undefined;
+  const gateway = spread(await startGateway(bench, "gateway", backend.url, loadKeyFile));
   const nginx = chosen(bench, "nginx") ? await startNginx(bench, backendOrigin) : undefined;
-  const proxies: Target[] = [direct, ...(nginx ? [nginx] : []), bare, gateway].filter((t) =>
-    chosen(bench, t.name),
-  );
+  const proxies: Target[] = [
+    direct,
+    ...(nginx ? [nginx] : []),
+    bare,
+    ...(bareUndici ? [bareUndici] : []),
+    ...(mustUndici ? [mustUndici] : []),
+    gateway,
+  ].filter((t) => chosen(bench, t.name));
   if (bench.comparedCommit) {
     const tree = checkout(bench, bench.comparedCommit);
     proxies.push(
-      await startGateway(bench, tree.name, backend.url, oneKeyFile, GATEWAY_NODE_FLAGS, tree.root),
+      spread(await startGateway(bench, tree.name, backend.url, loadKeyFile, GATEWAY_NODE_FLAGS, tree.root)),
     );
     bench.compared = tree.name;
   } else if (bench.compareFlags) {
     const compared = `gateway ${bench.compareFlags.join(" ")}`;
     bench.compared = compared;
-    proxies.push(await startGateway(bench, compared, backend.url, oneKeyFile, bench.compareFlags));
+    proxies.push(spread(await startGateway(bench, compared, backend.url, loadKeyFile, bench.compareFlags)));
   }
 
   const scenarios: ScenarioResult[] = [];
@@ -109,14 +138,30 @@ export async function main(options: Options): Promise<void> {
   // pages where the contract reads the most.
   const withoutContract =
     (wanted(bench, "list20") || wanted(bench, "list100")) && chosen(bench, "gateway-nocontract")
-      ? await startGateway(bench, "gateway-nocontract", backend.url, oneKeyFile, [], ROOT, "off")
+      ? spread(await startGateway(bench, "gateway-nocontract", backend.url, loadKeyFile, [], ROOT, "off"))
       : undefined;
   // The page scenarios carry the targets: with them run the checking bare proxy and the must-do
   // bare proxy (the measured bounds) and the gateway without its contract (the contract's own cost).
+  // Report mode at a sample of 0.1, on the 100-animal page, where the contract reads the most.
+  const reportSampled =
+    wanted(bench, "list100") && chosen(bench, "gateway-report-0.1")
+      ? spread(
+          await startGateway(
+            bench,
+            "gateway-report-0.1",
+            backend.url,
+            loadKeyFile,
+            GATEWAY_NODE_FLAGS,
+            ROOT,
+            "report-0.1",
+          ),
+        )
+      : undefined;
   const pages = [
     ...proxies,
     ...(bareCheck ? [bareCheck] : []),
     ...(bareMust ? [bareMust] : []),
+    ...(fastify ? [fastify] : []),
     ...(withoutContract ? [withoutContract] : []),
   ];
   // nginx is the reference for what a proxy can do at all: one scenario says it (bare/nginx), and
@@ -139,12 +184,14 @@ export async function main(options: Options): Promise<void> {
       "list100",
       "GET /v1/pets?limit=100, a 100-animal page",
       REQUESTS.list100,
-      withoutNginx(pages),
+      withoutNginx([...pages, ...(reportSampled ? [reportSampled] : [])]),
       direct,
       0.8,
     ),
   );
   if (withoutContract) await stop(withoutContract.child);
+  if (reportSampled) await stop(reportSampled.child);
+  if (fastify) await stop(fastify.child);
   await run("create", () =>
     throughputScenario(
       bench,

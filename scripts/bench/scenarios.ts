@@ -21,6 +21,7 @@ import {
   reachOf,
   rpsRatio,
   type TargetFigures,
+  targetVerdict,
 } from "./stats.ts";
 import { KEY, startGateway, type Target } from "./targets.ts";
 
@@ -94,6 +95,18 @@ export async function throughputScenario(
   ratio("bare-must/bare", "bare-must", "bare", rpsRatio);
   ratio("cpu per request bare-must/bare", "bare-must", "bare", cpuRatio);
   ratio("gateway/bare-must", "gateway", "bare-must", rpsRatio);
+  // On undici, the gateway's client: what the client is worth (bare-undici/bare), the same must-do
+  // work on it (must-undici), and the peer a Node team would write (fastify).
+  ratio("bare-undici/bare", "bare-undici", "bare", rpsRatio);
+  ratio("cpu per request bare-undici/bare", "bare-undici", "bare", cpuRatio);
+  ratio("must-undici/bare", "must-undici", "bare", rpsRatio);
+  ratio("gateway/must-undici", "gateway", "must-undici", rpsRatio);
+  ratio("cpu per request gateway/must-undici", "gateway", "must-undici", cpuRatio);
+  ratio("fastify/bare", "fastify", "bare", rpsRatio);
+  ratio("cpu per request fastify/bare", "fastify", "bare", cpuRatio);
+  ratio("gateway/fastify", "gateway", "fastify", rpsRatio);
+  ratio("cpu per request gateway/fastify", "gateway", "fastify", cpuRatio);
+  ratio("gateway-report-0.1/bare", "gateway-report-0.1", "bare", rpsRatio);
   // The same ratios read another way: each target's least disturbed round, bare's CPU per request
   // over the target's. A neighbour's few seconds in one target's turn can move the median of a few
   // per-round ratios well past the noise, in either direction: a proxy short of CPU also handles
@@ -140,6 +153,7 @@ export async function throughputScenario(
       `${r >= goal ? "MET" : "MISSED"}: gateway/bare ${r.toFixed(2)} (target >= ${goal})${reach}${firmer}`,
     );
   }
+  verdicts.push(...issue29Verdicts(id, runs));
   return {
     id,
     title,
@@ -148,6 +162,26 @@ export async function throughputScenario(
     ratios,
     verdicts,
   };
+}
+
+/**
+ * Issue 29's targets, every policy on and the contract in enforce: the gateway against the fastify
+ * peer on the pages and against must-undici everywhere; and, expected from those, against the bare
+ * http-proxy-3 proxy (with CPU per request on list20), report mode at a sample of 0.1 on list100.
+ */
+function issue29Verdicts(id: ScenarioId, runs: Record<string, Measured[]>): string[] {
+  const verdicts: (string | undefined)[] = [];
+  const pages = id === "list20" || id === "list100";
+  if (pages) verdicts.push(targetVerdict(runs, "gateway", "fastify", 1.0));
+  verdicts.push(targetVerdict(runs, "gateway", "must-undici", 0.85));
+  if (id === "list20") {
+    verdicts.push(targetVerdict(runs, "gateway", "bare", 1.15));
+    // CPU per request at most bare's: bare's over the gateway's at least 1.
+    verdicts.push(targetVerdict(runs, "bare", "gateway", 1.0, cpuRatio, "cpu per request bare/gateway"));
+  }
+  // list100's gateway/bare >= 0.8 is the verdict above, with its bounds.
+  if (id === "list100") verdicts.push(targetVerdict(runs, "gateway-report-0.1", "bare", 1.1));
+  return verdicts.filter((verdict): verdict is string => verdict !== undefined);
 }
 
 export async function keysScenario(

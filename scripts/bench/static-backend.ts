@@ -1,5 +1,5 @@
 // The benchmark's backend: the demo backend's own answers, captured once at start-up and then
-// served as fixed bytes. The demo backend builds each page anew (BigInt ids, a JSON walk); a
+// served as fixed bytes (the list pages in 64 distinct versions, in turn). The demo backend builds each page anew (BigInt ids, a JSON walk); a
 // static one keeps the backend's share small and equal for every target, so that the numbers
 // show what sits between the client and the backend.
 //   node scripts/bench/static-backend.ts [--seed 150]
@@ -39,6 +39,12 @@ await once(demo, "listening");
 const demoOrigin = `http://127.0.0.1:${(demo.address() as AddressInfo).port}`;
 const page20 = await capture(demoOrigin, "GET", "/v1/pets");
 const page100 = await capture(demoOrigin, "GET", "/v1/pets?limit=100");
+// Every animal of the demo backend, read through its status filter (a page holds at most 100).
+const animals = new Map<number, unknown>();
+for (const status of ["available", "pending", "sold"]) {
+  const { body } = await capture(demoOrigin, "GET", `/v1/pets?limit=100&status=${status}`);
+  for (const pet of JSON.parse(body.toString()) as { id: number }[]) animals.set(pet.id, pet);
+}
 const single = await capture(demoOrigin, "GET", "/v1/pets/1");
 const created = await capture(
   demoOrigin,
@@ -54,6 +60,23 @@ const notFound: Captured = {
   body: Buffer.from('{"code":"NOT_FOUND","message":"no route","status":404}'),
 };
 
+/**
+ * PAGES distinct pages of each size, served in turn: window k of the animals taken from the k-th
+ * on (wrapping round), so that no target can pass the benchmark by caching an answer's content.
+ */
+const PAGES = 64;
+const everyAnimal = [...animals.values()];
+if (everyAnimal.length < Math.max(100, PAGES))
+  throw new Error(`only ${everyAnimal.length} animals: raise --seed`);
+const rotated = (template: Captured, size: number): Captured[] =>
+  Array.from({ length: PAGES }, (_, k) => ({
+    ...template,
+    body: Buffer.from(JSON.stringify([...everyAnimal.slice(k), ...everyAnimal.slice(0, k)].slice(0, size))),
+  }));
+const pages20 = rotated(page20, 20);
+const pages100 = rotated(page100, 100);
+let turn = 0;
+
 function send(res: http.ServerResponse, answer: Captured): void {
   res.writeHead(answer.status, { ...answer.headers, "content-length": answer.body.length });
   res.end(answer.body);
@@ -65,7 +88,10 @@ function route(method: string, url: string): Captured {
   if (path === "/v1/pets") {
     if (method === "POST") return created;
     // The gateway forwards the defaulted limit explicitly (?limit=20); both mean the 20-page.
-    return /(?:^|&)limit=100(?:&|$)/.test(q === -1 ? "" : url.slice(q + 1)) ? page100 : page20;
+    turn = (turn + 1) % PAGES;
+    return /(?:^|&)limit=100(?:&|$)/.test(q === -1 ? "" : url.slice(q + 1))
+      ? (pages100[turn] as Captured)
+      : (pages20[turn] as Captured);
   }
   if (path.startsWith("/v1/pets/")) return single;
   return notFound;

@@ -82,3 +82,36 @@ export function reachOf(
   const near = known.some(([, value]) => value < goal + NOISE);
   return `; ${near ? "at the edge" : "within reach"}: ${known.map(([name, value]) => `${name} ${value.toFixed(2)}`).join(", ")}`;
 }
+
+/** Rounds a target verdict is written for (issue 29): its median over this many per-round ratios. */
+export const VERDICT_ROUNDS = 16;
+/** A round counts for a target when its ratio is at least the target less this. */
+export const ROUND_TOLERANCE = 0.05;
+/** Share of the rounds that must count: 12 of 16. */
+export const ROUNDS_WITHIN = 12 / 16;
+
+/**
+ * The verdict on "a/b ≥ goal": met when the median of the per-round ratios reaches the goal and
+ * at least 12 of 16 rounds (the same share of fewer) are within 0.05 of it; with fewer than 16
+ * rounds the verdict says so, since it is then no more than a first look.
+ */
+export function targetVerdict(
+  runs: Record<string, Measured[]>,
+  a: string,
+  b: string,
+  goal: number,
+  f: (x: Measured, y: Measured) => number = rpsRatio,
+  label = `${a}/${b}`,
+): string | undefined {
+  const [xs, ys] = [runs[a], runs[b]];
+  if (!xs || !ys) return undefined;
+  const ratios = xs.map((x, i) => (ys[i] ? f(x, ys[i]) : Number.NaN)).filter((r) => Number.isFinite(r));
+  if (ratios.length === 0) return undefined;
+  const ratio = median(ratios);
+  const within = ratios.filter((r) => r >= goal - ROUND_TOLERANCE).length;
+  const needed = Math.ceil(ROUNDS_WITHIN * ratios.length);
+  const met = ratio >= goal && within >= needed;
+  const few =
+    ratios.length < VERDICT_ROUNDS ? ` (only ${ratios.length} rounds: run ${VERDICT_ROUNDS} to judge)` : "";
+  return `${met ? "MET" : "MISSED"}: ${label} ${ratio.toFixed(2)} (target >= ${goal}; ${within} of ${ratios.length} rounds >= ${(goal - ROUND_TOLERANCE).toFixed(2)}, ${needed} needed)${few}`;
+}

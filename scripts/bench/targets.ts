@@ -14,10 +14,23 @@ export interface Target {
   readonly origin: string;
   /** The processes whose CPU time is the target's cost (the backend's is not counted). */
   pids(): number[];
+  /**
+   * Keys the load sends in turn, for a target that reads the key file (the gateway, the fastify
+   * peer); unset, every request carries KEY. bare-must and must-undici keep one digest by design
+   * (bare-proxy.ts is frozen) and hash every key presented, so they have nothing to cache on it.
+   */
+  readonly keys?: readonly string[];
 }
 
 /** The one key the load carries. */
 export const KEY = `bench_${randomBytes(24).toString("base64url")}`;
+
+/** The keys the load spreads over (issue 29: at least 1,000): KEY and the key file's others. */
+export const LOAD_KEYS = 1000;
+export const KEYS: readonly string[] = [
+  KEY,
+  ...Array.from({ length: LOAD_KEYS - 1 }, (_, i) => `other-${i + 1}`),
+];
 
 export function writeKeys(file: string, count: number): void {
   const entries = [{ consumer: "bench", sha256: digestOf(KEY) }];
@@ -34,6 +47,29 @@ export function bareProxyArgs(kind: Baseline, backendOrigin: string): string[] {
   return args;
 }
 
+/** The same proxy on undici (scripts/bench/undici-proxy.ts): `bare-undici`, or `must-undici` doing bare-must's work. */
+export function undiciProxyArgs(kind: "bare-undici" | "must-undici", backendOrigin: string): string[] {
+  const args = ["scripts/bench/undici-proxy.ts", "--target", backendOrigin];
+  if (kind === "must-undici") args.push("--must-do", "--key-sha256", digestOf(KEY));
+  return args;
+}
+
+/** The fastify peer (scripts/bench/fastify-peer.ts), with the gateway's key file. */
+export async function startFastify(
+  backendOrigin: string,
+  keysFile: string,
+): Promise<Target & { child: ChildProcess }> {
+  const { child, url } = await startNode("fastify", [
+    "scripts/bench/fastify-peer.ts",
+    "--target",
+    backendOrigin,
+    "--keys-file",
+    keysFile,
+  ]);
+  const pid = child.pid as number;
+  return { name: "fastify", origin: url, pids: () => [pid], child };
+}
+
 export async function startGateway(
   bench: Bench,
   name: string,
@@ -41,7 +77,8 @@ export async function startGateway(
   keysFile: string,
   nodeFlags: readonly string[] = GATEWAY_NODE_FLAGS,
   root = ROOT,
-  contract: "enforce" | "off" = "enforce",
+  /** The contract's mode; "report-0.1": report mode judging a random tenth of the answers. */
+  contract: "enforce" | "off" | "report-0.1" = "enforce",
   /** Another OpenAPI document than the bundled one (OPENAPI_FILE). */
   openapiFile?: string,
 ): Promise<Target & { child: ChildProcess }> {
@@ -55,7 +92,9 @@ export async function startGateway(
   const has = (policy: string) =>
     existsSync(join(root, `policies/${policy}.ts`)) || existsSync(join(root, `policies/${policy}/index.ts`));
   if (has("cors")) policies.cors = { allowedOrigins: ["https://shop.example"] };
-  if (has("response-contract")) policies.responseContract = { mode: contract };
+  if (has("response-contract"))
+    policies.responseContract =
+      contract === "report-0.1" ? { mode: "report", sample: 0.1 } : { mode: contract };
   writeFileSync(
     configFile,
     JSON.stringify({
