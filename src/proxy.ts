@@ -101,7 +101,9 @@ export function createUpstream(
   handlers: UpstreamHandlers,
 ): Upstream {
   const target = new URL(url);
-  target.pathname = target.pathname.replace(/\/+$/, "");
+  // The backend's base path, without a trailing "/": the URL itself would turn "" back into "/".
+  const basePath = target.pathname.replace(/\/+$/, "");
+  target.pathname = basePath;
   const poolOptions = upstreamPoolOptions(options);
   // undici's Pool gives a request the first connection in its list that is free, so under a
   // light load the same few stay warm and the rest reach the idle timeout and close: what the
@@ -156,7 +158,7 @@ export function createUpstream(
       : undefined;
   if (prober) setImmediate(probe);
 
-  const leg: Leg = { pool, retryPool, path: target.pathname, host: target.host, handlers, connected };
+  const leg: Leg = { pool, retryPool, path: basePath, host: target.host, handlers, connected };
 
   // The gateway's own timer answers, whatever the backend request is doing (connecting, queued
   // for a socket, waiting for a head, streaming a body): no answer ever waits on the backend.
