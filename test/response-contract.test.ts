@@ -580,7 +580,12 @@ describe("report mode on a sample", () => {
     assert.ok(judged >= 120 && judged <= 280, `${judged} of 400 judged`);
     assert.equal(sampleValue(samples, VIOLATIONS, { operation: "listPets" }), judged);
     const lines = sampled.logs.messages("request").filter((line) => line.operation === "listPets");
-    assert.equal(lines.filter((line) => line.contractJudged === false).length, unjudged);
+    assert.equal(
+      lines.filter(
+        (line) => (line.notes as { contractJudged?: boolean } | undefined)?.contractJudged === false,
+      ).length,
+      unjudged,
+    );
   });
 
   test("sample 0 judges no answer: nothing held, no violation, each counted as passed unjudged", async () => {
