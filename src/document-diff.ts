@@ -1,0 +1,780 @@
+// What changes between the document the gateway serves and a candidate, and whom each change
+// breaks: a client written against the running document. Pure: two compiled descriptions in, a
+// list of differences out, breaking ones first. A reload refuses a candidate with a breaking one
+// (unless the config allows it) or one that weakens security; the change review reads the same
+// list against recorded traffic.
+//
+// The rule is the direction of the value. What a client sends (a parameter, a request body) breaks
+// when the candidate accepts less: a value, an enum member or a property it no longer takes, a
+// bound tightened, a member made required. What a client receives (an answer) breaks when the
+// candidate may give more or other than it promised: a member or a status removed, a member made
+// optional, an enum value or a status added, a bound widened (a client that switches over the
+// values it was told of meets one it does not know).
+import { escapePointerToken } from "./json/pointer.ts";
+import type { ApiDescription, Operation, ParameterSpec } from "./openapi.ts";
+import type { SecurityScheme } from "./openapi-security.ts";
+
+export type Direction = "request" | "response";
+
+export type DifferenceKind =
+  | "operation-removed"
+  | "operation-added"
+  | "operation-renamed"
+  | "base-path-changed"
+  | "parameter-removed"
+  | "parameter-added"
+  | "parameter-made-required"
+  | "parameter-made-optional"
+  | "request-body-added"
+  | "request-body-removed"
+  | "request-body-made-required"
+  | "request-body-made-optional"
+  | "media-type-removed"
+  | "media-type-added"
+  | "status-removed"
+  | "status-added"
+  | "type-changed"
+  | "enum-value-removed"
+  | "enum-value-added"
+  | "bound-tightened"
+  | "bound-widened"
+  | "pattern-changed"
+  | "member-removed"
+  | "member-added"
+  | "member-made-required"
+  | "member-made-optional"
+  | "members-closed"
+  | "members-opened"
+  | "security-weakened"
+  | "security-strengthened"
+  | "deprecated"
+  | "undeprecated"
+  | "sunset-earlier"
+  | "sunset-later";
+
+export interface DocumentDifference {
+  readonly kind: DifferenceKind;
+  /** A client written against the running document may fail against the candidate. */
+  readonly breaking: boolean;
+  /** Lets in callers the running document keeps out: refused at reload whatever the config allows. */
+  readonly weakensSecurity: boolean;
+  /** Whose values change: what clients send, or what they receive. */
+  readonly direction: Direction;
+  /** The operation's id in the running document (the candidate's for one added). */
+  readonly operation: string | undefined;
+  readonly method: string | undefined;
+  /** The path template, as the document writes it. */
+  readonly path: string | undefined;
+  /** Where in the operation: "query parameter limit", "request body application/json", "response 200". */
+  readonly location: string | undefined;
+  /**
+   * Where in the value, as a JSON pointer into it ("" for the value itself): array items are `-`,
+   * additionalProperties `*`. Recorded usage names members the same way.
+   */
+  readonly pointer: string | undefined;
+  /** One line for a person: what changed, old and new. */
+  readonly message: string;
+}
+
+/** How far into nested schemas the comparison goes: deeper than any real document, and a bound on the work. */
+const MAX_DEPTH = 32;
+/** The extension that dates a deprecation (the lifecycle policy reads it; here only its sunset is compared). */
+const DEPRECATION_EXTENSION = "x-gateway-deprecation";
+
+type Schema = Readonly<Record<string, unknown>>;
+type Schemas = Readonly<Record<string, unknown>>;
+
+interface Where {
+  readonly operation: Operation;
+  readonly location: string;
+  readonly direction: Direction;
+}
+
+/** Every difference from `running` to `candidate`: breaking ones first, then in the documents' order. */
+export function diffDocuments(running: ApiDescription, candidate: ApiDescription): DocumentDifference[] {
+  const found: DocumentDifference[] = [];
+  const add = (
+    kind: DifferenceKind,
+    breaking: boolean,
+    direction: Direction,
+    operation: Operation | undefined,
+    location: string | undefined,
+    pointer: string | undefined,
+    message: string,
+    weakensSecurity = false,
+  ) =>
+    found.push({
+      kind,
+      breaking,
+      weakensSecurity,
+      direction,
+      operation: operation?.id,
+      method: operation?.method,
+      path: operation?.path,
+      location,
+      pointer,
+      message,
+    });
+
+  if (running.basePath !== candidate.basePath) {
+    add(
+      "base-path-changed",
+      true,
+      "request",
+      undefined,
+      undefined,
+      undefined,
+      `the base path changes from "${running.basePath}" to "${candidate.basePath}": every URL moves`,
+    );
+  }
+  const keyOf = (operation: Operation) => `${operation.method} ${operation.path}`;
+  const next = new Map(candidate.operations.map((operation) => [keyOf(operation), operation] as const));
+  const before = new Set(running.operations.map(keyOf));
+  for (const old of running.operations) {
+    const now = next.get(keyOf(old));
+    if (now === undefined) {
+      add(
+        "operation-removed",
+        true,
+        "request",
+        old,
+        undefined,
+        undefined,
+        `removes ${keyOf(old)} (${old.id})`,
+      );
+      continue;
+    }
+    if (now.id !== old.id) {
+      add(
+        "operation-renamed",
+        false,
+        "request",
+        old,
+        undefined,
+        undefined,
+        `${keyOf(old)} is now named ${now.id} (was ${old.id}): its metric series and reports start anew`,
+      );
+    }
+    diffOperation(old, now, running.schemas, candidate.schemas, add);
+  }
+  for (const added of candidate.operations) {
+    if (before.has(keyOf(added))) continue;
+    add(
+      "operation-added",
+      false,
+      "request",
+      added,
+      undefined,
+      undefined,
+      `adds ${keyOf(added)} (${added.id})`,
+    );
+  }
+  // Stable: within each group, the documents' order.
+  return [
+    ...found.filter((d) => d.weakensSecurity || d.breaking),
+    ...found.filter((d) => !(d.weakensSecurity || d.breaking)),
+  ];
+}
+
+type Add = (
+  kind: DifferenceKind,
+  breaking: boolean,
+  direction: Direction,
+  operation: Operation | undefined,
+  location: string | undefined,
+  pointer: string | undefined,
+  message: string,
+  weakensSecurity?: boolean,
+) => void;
+
+function diffOperation(
+  old: Operation,
+  now: Operation,
+  oldSchemas: Schemas,
+  newSchemas: Schemas,
+  add: Add,
+): void {
+  diffSecurity(old, now, add);
+  diffLifecycle(old, now, add);
+
+  // Parameters: by place and name. Path parameters may be renamed with the template's text.
+  const parametersOf = (operation: Operation) =>
+    new Map<string, ParameterSpec>([
+      ...[...operation.queryParameters.values()].map((p) => [`query:${p.name}`, p] as const),
+      ...operation.pathParameters.map((p) => [`path:${p.name}`, p] as const),
+    ]);
+  const oldParameters = parametersOf(old);
+  const newParameters = parametersOf(now);
+  for (const [key, parameter] of oldParameters) {
+    const location = `${parameter.in} parameter ${parameter.name}`;
+    const next = newParameters.get(key);
+    if (next === undefined) {
+      add("parameter-removed", true, "request", old, location, undefined, `removes the ${location}`);
+      continue;
+    }
+    if (!parameter.required && next.required) {
+      add(
+        "parameter-made-required",
+        true,
+        "request",
+        old,
+        location,
+        undefined,
+        `the ${location} becomes required`,
+      );
+    } else if (parameter.required && !next.required) {
+      add(
+        "parameter-made-optional",
+        false,
+        "request",
+        old,
+        location,
+        undefined,
+        `the ${location} becomes optional`,
+      );
+    }
+    compareSchemas(
+      parameter.schema,
+      next.schema,
+      oldSchemas,
+      newSchemas,
+      { operation: old, location, direction: "request" },
+      add,
+    );
+  }
+  for (const [key, parameter] of newParameters) {
+    if (oldParameters.has(key)) continue;
+    const location = `${parameter.in} parameter ${parameter.name}`;
+    add(
+      parameter.required ? "parameter-made-required" : "parameter-added",
+      parameter.required,
+      "request",
+      old,
+      location,
+      undefined,
+      parameter.required ? `adds the ${location}, required` : `adds the optional ${location}`,
+    );
+  }
+
+  // The request body.
+  const oldBody = old.requestBody;
+  const newBody = now.requestBody;
+  if (oldBody === undefined && newBody !== undefined) {
+    add(
+      "request-body-added",
+      newBody.required,
+      "request",
+      old,
+      "request body",
+      undefined,
+      newBody.required ? "adds a required request body" : "adds an optional request body",
+    );
+  } else if (oldBody !== undefined && newBody === undefined) {
+    // A body the candidate does not declare is passed on unread; a client sending it is not refused.
+    add(
+      "request-body-removed",
+      false,
+      "request",
+      old,
+      "request body",
+      undefined,
+      "no longer declares a request body",
+    );
+  } else if (oldBody !== undefined && newBody !== undefined) {
+    if (!oldBody.required && newBody.required) {
+      add(
+        "request-body-made-required",
+        true,
+        "request",
+        old,
+        "request body",
+        undefined,
+        "the request body becomes required",
+      );
+    } else if (oldBody.required && !newBody.required) {
+      add(
+        "request-body-made-optional",
+        false,
+        "request",
+        old,
+        "request body",
+        undefined,
+        "the request body becomes optional",
+      );
+    }
+    const newMedia = new Map(newBody.content.map((entry) => [entry.mediaType, entry] as const));
+    for (const entry of oldBody.content) {
+      const location = `request body ${entry.mediaType}`;
+      const next = newMedia.get(entry.mediaType);
+      if (next === undefined) {
+        add(
+          "media-type-removed",
+          true,
+          "request",
+          old,
+          location,
+          undefined,
+          `no longer accepts a ${entry.mediaType} body`,
+        );
+        continue;
+      }
+      compareSchemas(
+        entry.schema,
+        next.schema,
+        oldSchemas,
+        newSchemas,
+        { operation: old, location, direction: "request" },
+        add,
+      );
+    }
+    for (const entry of newBody.content) {
+      if (oldBody.content.some((o) => o.mediaType === entry.mediaType)) continue;
+      add(
+        "media-type-added",
+        false,
+        "request",
+        old,
+        `request body ${entry.mediaType}`,
+        undefined,
+        `also accepts a ${entry.mediaType} body`,
+      );
+    }
+  }
+
+  // The answers: by status as written ("200", "4XX", "default").
+  for (const [status, response] of old.responses) {
+    const location = `response ${status}`;
+    const next = now.responses.get(status);
+    if (next === undefined) {
+      add("status-removed", true, "response", old, location, undefined, `no longer answers ${status}`);
+      continue;
+    }
+    compareSchemas(
+      response.schema,
+      next.schema,
+      oldSchemas,
+      newSchemas,
+      { operation: old, location, direction: "response" },
+      add,
+    );
+  }
+  for (const status of now.responses.keys()) {
+    if (old.responses.has(status)) continue;
+    add(
+      "status-added",
+      true,
+      "response",
+      old,
+      `response ${status}`,
+      undefined,
+      `may answer ${status}, which a client switching over the statuses it was told of does not know`,
+    );
+  }
+}
+
+function diffLifecycle(old: Operation, now: Operation, add: Add): void {
+  if (!old.deprecated && now.deprecated)
+    add("deprecated", false, "request", old, undefined, undefined, "becomes deprecated");
+  if (old.deprecated && !now.deprecated)
+    add("undeprecated", false, "request", old, undefined, undefined, "is no longer deprecated");
+  const before = sunsetOf(old);
+  const after = sunsetOf(now);
+  if (after === undefined) return;
+  if (before === undefined || after < before) {
+    const was = before === undefined ? "none" : new Date(before).toISOString();
+    add(
+      "sunset-earlier",
+      true,
+      "request",
+      old,
+      undefined,
+      undefined,
+      `the sunset moves earlier: ${new Date(after).toISOString()} (was ${was})`,
+    );
+  } else if (after > before) {
+    add(
+      "sunset-later",
+      false,
+      "request",
+      old,
+      undefined,
+      undefined,
+      `the sunset moves later: ${new Date(after).toISOString()}`,
+    );
+  }
+}
+
+function sunsetOf(operation: Operation): number | undefined {
+  const extension = operation.extensions[DEPRECATION_EXTENSION];
+  const sunset = (extension as { sunset?: unknown } | undefined)?.sunset;
+  if (typeof sunset !== "string") return undefined;
+  const at = Date.parse(sunset);
+  return Number.isNaN(at) ? undefined : at;
+}
+
+/**
+ * The alternatives as sets of scheme names, any one of which lets a caller in. No requirement at
+ * all (`security: []`, or none declared) is one empty alternative: anybody.
+ */
+function alternativesOf(operation: Operation): readonly ReadonlySet<string>[] {
+  const { alternatives } = operation.security;
+  if (alternatives.length === 0) return [new Set()];
+  return alternatives.map((alternative) => new Set(alternative.map(schemeKey)));
+}
+
+function schemeKey(scheme: SecurityScheme): string {
+  return `${scheme.name}:${scheme.type ?? "?"}:${scheme.scheme ?? ""}`;
+}
+
+function subset(small: ReadonlySet<string>, large: ReadonlySet<string>): boolean {
+  for (const item of small) if (!large.has(item)) return false;
+  return true;
+}
+
+function diffSecurity(old: Operation, now: Operation, add: Add): void {
+  const before = alternativesOf(old);
+  const after = alternativesOf(now);
+  // Weaker: some way in that asks less than every way in the running document did.
+  const weaker = after.some((alternative) => !before.some((was) => subset(was, alternative)));
+  // Stronger: some caller the running document let in no longer gets in.
+  const stronger = before.some((was) => !after.some((alternative) => subset(alternative, was)));
+  const describe = (alternatives: readonly ReadonlySet<string>[]) =>
+    alternatives
+      .map((alternative) =>
+        alternative.size === 0 ? "anyone" : [...alternative].map((key) => key.split(":")[0]).join(" and "),
+      )
+      .join(" or ");
+  if (weaker) {
+    add(
+      "security-weakened",
+      false,
+      "request",
+      old,
+      "security",
+      undefined,
+      `security weakens: ${describe(after)} (was ${describe(before)})`,
+      true,
+    );
+  }
+  if (stronger) {
+    add(
+      "security-strengthened",
+      true,
+      "request",
+      old,
+      "security",
+      undefined,
+      `security changes: ${describe(after)} (was ${describe(before)})`,
+    );
+  }
+}
+
+/**
+ * Compares two schemas of one value in one direction, following each document's $refs; a pair of
+ * $refs is compared once (recursive schemas end there, and the work stays linear in the pairs).
+ */
+function compareSchemas(
+  oldValue: unknown,
+  newValue: unknown,
+  oldSchemas: Schemas,
+  newSchemas: Schemas,
+  where: Where,
+  add: Add,
+): void {
+  const seen = new Set<string>();
+  const visit = (oldRaw: unknown, newRaw: unknown, pointer: string, depth: number): void => {
+    if (depth > MAX_DEPTH) return;
+    // A pair of named schemas met again (a recursive one, or one used twice) was said the first time.
+    const pair = `${refOf(oldRaw) ?? ""}|${refOf(newRaw) ?? ""}`;
+    if (pair !== "|") {
+      if (seen.has(pair)) return;
+      seen.add(pair);
+    }
+    const o = flatten(oldRaw, oldSchemas);
+    const n = flatten(newRaw, newSchemas);
+    if (o === undefined || n === undefined) return;
+    compareNode(o, n, pointer, where, add);
+    // Members: by name.
+    const oldProps = o.properties;
+    const newProps = n.properties;
+    const oldRequired = o.required;
+    const newRequired = n.required;
+    const request = where.direction === "request";
+    for (const [name, schema] of oldProps) {
+      const at = `${pointer}/${escapePointerToken(name)}`;
+      const next = newProps.get(name);
+      if (next === undefined) {
+        // A client that sends a member the candidate closes out is refused; an answer without a
+        // member a client reads breaks the client.
+        const breaking = request ? n.closed : true;
+        add(
+          "member-removed",
+          breaking,
+          where.direction,
+          where.operation,
+          where.location,
+          at,
+          `${where.location}: removes the member ${at}`,
+        );
+        continue;
+      }
+      visit(schema, next, at, depth + 1);
+    }
+    for (const name of newProps.keys()) {
+      if (oldProps.has(name)) continue;
+      const at = `${pointer}/${escapePointerToken(name)}`;
+      // A new member the client must send is "made required", below.
+      if (!(request && newRequired.has(name))) {
+        add(
+          "member-added",
+          false,
+          where.direction,
+          where.operation,
+          where.location,
+          at,
+          `${where.location}: adds the member ${at}`,
+        );
+      }
+    }
+    for (const name of newRequired) {
+      if (oldRequired.has(name)) continue;
+      const at = `${pointer}/${escapePointerToken(name)}`;
+      add(
+        request ? "member-made-required" : "member-made-optional",
+        request,
+        where.direction,
+        where.operation,
+        where.location,
+        at,
+        request
+          ? `${where.location}: the member ${at} becomes required`
+          : `${where.location}: the member ${at} is now always there`,
+      );
+    }
+    for (const name of oldRequired) {
+      if (newRequired.has(name)) continue;
+      const at = `${pointer}/${escapePointerToken(name)}`;
+      // Gone altogether was said above.
+      if (!newProps.has(name) && oldProps.has(name)) continue;
+      add(
+        "member-made-optional",
+        !request,
+        where.direction,
+        where.operation,
+        where.location,
+        at,
+        request
+          ? `${where.location}: the member ${at} becomes optional`
+          : `${where.location}: the member ${at} may be missing`,
+      );
+    }
+    if (o.closed !== n.closed) {
+      // Closing what a client sends refuses the members it no longer may send; opening an answer
+      // lets members in that a strict client does not expect.
+      const closing = n.closed;
+      add(
+        closing ? "members-closed" : "members-opened",
+        request ? closing : !closing,
+        where.direction,
+        where.operation,
+        where.location,
+        pointer,
+        `${where.location}: ${pointer || "the value"} ${closing ? "no longer takes" : "now takes"} members it does not name`,
+      );
+    }
+    if (o.items !== undefined && n.items !== undefined) visit(o.items, n.items, `${pointer}/-`, depth + 1);
+    if (o.additional !== undefined && n.additional !== undefined)
+      visit(o.additional, n.additional, `${pointer}/*`, depth + 1);
+  };
+  visit(oldValue, newValue, "", 0);
+}
+
+function refOf(value: unknown): string | undefined {
+  const ref = (value as { $ref?: unknown } | null | undefined)?.$ref;
+  return typeof ref === "string" ? ref : undefined;
+}
+
+/** A schema with its $refs followed and its allOf folded into one view of what it asks. */
+interface Flat {
+  readonly types: ReadonlySet<string> | undefined;
+  readonly enum: readonly unknown[] | undefined;
+  readonly bounds: ReadonlyMap<string, number>;
+  readonly pattern: string | undefined;
+  readonly properties: Map<string, unknown>;
+  readonly required: Set<string>;
+  /** additionalProperties: false (or unevaluatedProperties: false). */
+  readonly closed: boolean;
+  readonly items: unknown;
+  readonly additional: unknown;
+}
+
+/** Lower bounds: raising one tightens. Upper bounds: lowering one tightens. */
+const LOWER_BOUNDS = ["minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"];
+const UPPER_BOUNDS = ["maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"];
+
+function flatten(value: unknown, schemas: Schemas): Flat | undefined {
+  const flat: {
+    types: Set<string> | undefined;
+    enum: unknown[] | undefined;
+    bounds: Map<string, number>;
+    pattern: string | undefined;
+    properties: Map<string, unknown>;
+    required: Set<string>;
+    closed: boolean;
+    items: unknown;
+    additional: unknown;
+  } = {
+    types: undefined,
+    enum: undefined,
+    bounds: new Map(),
+    pattern: undefined,
+    properties: new Map(),
+    required: new Set(),
+    closed: false,
+    items: undefined,
+    additional: undefined,
+  };
+  let any = false;
+  // allOf branches and $ref targets, each schema once.
+  const queue: unknown[] = [value];
+  const visited = new Set<unknown>();
+  while (queue.length > 0 && visited.size <= MAX_DEPTH * 4) {
+    const raw = queue.shift();
+    const schema = resolveRef(raw, schemas);
+    if (schema === undefined || visited.has(schema)) continue;
+    visited.add(schema);
+    any = true;
+    if (Array.isArray(schema.allOf)) queue.push(...schema.allOf);
+    const type = schema.type;
+    if (typeof type === "string" || Array.isArray(type)) {
+      const types = new Set(
+        (Array.isArray(type) ? type : [type]).filter((t): t is string => typeof t === "string"),
+      );
+      // allOf narrows: what every branch allows.
+      flat.types = flat.types === undefined ? types : new Set([...flat.types].filter((t) => types.has(t)));
+    }
+    if (Array.isArray(schema.enum)) flat.enum = flat.enum ?? [...schema.enum];
+    if ("const" in schema) flat.enum = flat.enum ?? [schema.const];
+    for (const bound of [...LOWER_BOUNDS, ...UPPER_BOUNDS]) {
+      const number = schema[bound];
+      if (typeof number !== "number") continue;
+      const held = flat.bounds.get(bound);
+      const lower = LOWER_BOUNDS.includes(bound);
+      flat.bounds.set(
+        bound,
+        held === undefined ? number : lower ? Math.max(held, number) : Math.min(held, number),
+      );
+    }
+    if (typeof schema.pattern === "string") flat.pattern = flat.pattern ?? schema.pattern;
+    if (isObject(schema.properties)) {
+      for (const [name, member] of Object.entries(schema.properties)) {
+        if (!flat.properties.has(name)) flat.properties.set(name, member);
+      }
+    }
+    if (Array.isArray(schema.required))
+      for (const name of schema.required) if (typeof name === "string") flat.required.add(name);
+    if (schema.additionalProperties === false || schema.unevaluatedProperties === false) flat.closed = true;
+    if (isObject(schema.additionalProperties))
+      flat.additional = flat.additional ?? schema.additionalProperties;
+    if (schema.items !== undefined && typeof schema.items === "object")
+      flat.items = flat.items ?? schema.items;
+  }
+  return any ? flat : undefined;
+}
+
+function resolveRef(value: unknown, schemas: Schemas): Schema | undefined {
+  let node = value;
+  // A chain of $refs ends, or is cut at the depth bound.
+  for (let hops = 0; hops <= MAX_DEPTH; hops++) {
+    if (!isObject(node)) return undefined;
+    const ref = refOf(node);
+    if (ref === undefined) return node;
+    const name = /^#\/components\/schemas\/([^/]+)$/.exec(ref)?.[1];
+    if (name === undefined) return node;
+    node = schemas[name.replaceAll("~1", "/").replaceAll("~0", "~")];
+  }
+  return undefined;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function compareNode(o: Flat, n: Flat, pointer: string, where: Where, add: Add): void {
+  const request = where.direction === "request";
+  const place = `${where.location}${pointer === "" ? "" : ` at ${pointer}`}`;
+  const report = (kind: DifferenceKind, breaking: boolean, message: string) =>
+    add(kind, breaking, where.direction, where.operation, where.location, pointer, `${place}: ${message}`);
+
+  if (o.types !== undefined || n.types !== undefined) {
+    const before = o.types;
+    const after = n.types;
+    // "integer" is within "number": a request side going integer -> number accepts more.
+    const covers = (wide: ReadonlySet<string> | undefined, narrow: ReadonlySet<string> | undefined) =>
+      wide === undefined ||
+      (narrow !== undefined &&
+        [...narrow].every((t) => wide.has(t) || (t === "integer" && wide.has("number"))));
+    const accepted = request ? covers(after, before) : covers(before, after);
+    if (!accepted) {
+      const show = (types: ReadonlySet<string> | undefined) =>
+        types === undefined ? "any" : [...types].join(" or ");
+      report("type-changed", true, `the type changes from ${show(before)} to ${show(after)}`);
+    }
+  }
+
+  if (o.enum !== undefined || n.enum !== undefined) {
+    const before = o.enum;
+    const after = n.enum;
+    const has = (values: readonly unknown[], value: unknown) =>
+      values.some((v) => JSON.stringify(v) === JSON.stringify(value));
+    const removed =
+      before === undefined ? [] : after === undefined ? [] : before.filter((value) => !has(after, value));
+    const added =
+      after === undefined ? [] : before === undefined ? [] : after.filter((value) => !has(before, value));
+    for (const value of removed) {
+      report("enum-value-removed", request, `the value ${JSON.stringify(value)} is removed`);
+    }
+    for (const value of added) {
+      report(
+        "enum-value-added",
+        !request,
+        request
+          ? `the value ${JSON.stringify(value)} is added`
+          : `may now be ${JSON.stringify(value)}, a value a client switching over them does not know`,
+      );
+    }
+    if (before === undefined && after !== undefined)
+      report("bound-tightened", request, `now only ${JSON.stringify(after)}`);
+    if (before !== undefined && after === undefined)
+      report("bound-widened", !request, "is no longer limited to a list of values");
+  }
+
+  for (const bound of [...LOWER_BOUNDS, ...UPPER_BOUNDS]) {
+    const before = o.bounds.get(bound);
+    const after = n.bounds.get(bound);
+    if (before === after) continue;
+    const lower = LOWER_BOUNDS.includes(bound);
+    // Tighter: a bound appears, or moves inward.
+    const tighter =
+      before === undefined ? true : after === undefined ? false : lower ? after > before : after < before;
+    const text =
+      before === undefined
+        ? `${bound} ${after} is added`
+        : after === undefined
+          ? `${bound} ${before} is removed`
+          : `${bound} goes from ${before} to ${after}`;
+    report(tighter ? "bound-tightened" : "bound-widened", request ? tighter : !tighter, text);
+  }
+
+  if (o.pattern !== n.pattern) {
+    // Two patterns cannot be compared for what they accept: any change may refuse a value.
+    const text =
+      o.pattern === undefined
+        ? `the pattern ${JSON.stringify(n.pattern)} is added`
+        : n.pattern === undefined
+          ? `the pattern ${JSON.stringify(o.pattern)} is removed`
+          : `the pattern changes from ${JSON.stringify(o.pattern)} to ${JSON.stringify(n.pattern)}`;
+    const breaking = request ? n.pattern !== undefined : o.pattern !== undefined;
+    report("pattern-changed", breaking, text);
+  }
+}

@@ -1,0 +1,324 @@
+// The differences between the running document and a candidate, one test per kind of change, on
+// the Pet Store document: what a client of the running document would meet, and which side of
+// the exchange (what it sends, what it receives) it concerns.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { describe, test } from "node:test";
+import { type DocumentDifference, diffDocuments } from "../../src/document-diff.ts";
+import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
+import { loadDocument } from "../support/openapi-documents.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: a parsed document, edited in place by each test
+type Document = Record<string, any>;
+const PET_STORE: Document = JSON.parse(readFileSync(DEFAULT_OPENAPI_FILE, "utf8"));
+const running = loadDocument(PET_STORE);
+
+/** The differences from the Pet Store document to a copy that `change` edited. */
+function diffAfter(change: (document: Document) => void): DocumentDifference[] {
+  const candidate = structuredClone(PET_STORE);
+  change(candidate);
+  return diffDocuments(running, loadDocument(candidate));
+}
+
+/** The one difference of `kind` (fails when there is none, or several). */
+function only(found: readonly DocumentDifference[], kind: string): DocumentDifference {
+  const matching = found.filter((difference) => difference.kind === kind);
+  assert.equal(matching.length, 1, `one ${kind} in ${JSON.stringify(found, null, 1)}`);
+  return matching[0] as DocumentDifference;
+}
+
+const schemas = (document: Document) => document.components.schemas;
+const listPets = (document: Document) => document.paths["/pets"].get;
+
+describe("the same document", () => {
+  test("has no difference from itself", () => {
+    assert.deepEqual(
+      diffAfter(() => {}),
+      [],
+    );
+  });
+});
+
+describe("breaking changes", () => {
+  test("an operation removed breaks its callers", () => {
+    const found = diffAfter((d) => delete d.paths["/pets/{petId}"]);
+    const removed = only(found, "operation-removed");
+    assert.equal(removed.breaking, true);
+    assert.equal(removed.operation, "getPet");
+    assert.equal(removed.method, "GET");
+    assert.equal(removed.path, "/pets/{petId}");
+  });
+
+  test("a method removed from a path is its operation removed", () => {
+    const found = diffAfter((d) => delete d.paths["/pets"].post);
+    assert.equal(only(found, "operation-removed").operation, "createPet");
+  });
+
+  test("a query parameter removed breaks a client that sends it", () => {
+    const found = diffAfter((d) => listPets(d).parameters.pop());
+    const removed = only(found, "parameter-removed");
+    assert.equal(removed.breaking, true);
+    assert.equal(removed.direction, "request");
+    assert.equal(removed.location, "query parameter status");
+  });
+
+  test("a query parameter made required breaks a client that leaves it out", () => {
+    const found = diffAfter((d) => {
+      listPets(d).parameters[0].required = true;
+    });
+    const required = only(found, "parameter-made-required");
+    assert.equal(required.breaking, true);
+    assert.equal(required.location, "query parameter limit");
+  });
+
+  test("a required parameter added breaks every client", () => {
+    const found = diffAfter((d) => {
+      listPets(d).parameters.push({ name: "shop", in: "query", required: true, schema: { type: "string" } });
+    });
+    assert.equal(only(found, "parameter-made-required").breaking, true);
+  });
+
+  test("an enum value removed breaks a client that sends it, and is no news to one that receives it", () => {
+    const found = diffAfter((d) => {
+      schemas(d).PetStatus.enum = ["available", "pending"];
+    });
+    const removed = found.filter((difference) => difference.kind === "enum-value-removed");
+    // PetStatus is sent (the status filter, NewPet) and received (Pet).
+    const sent = removed.filter((difference) => difference.direction === "request");
+    const received = removed.filter((difference) => difference.direction === "response");
+    assert.ok(sent.length >= 2);
+    assert.ok(sent.every((difference) => difference.breaking));
+    assert.ok(received.length >= 1);
+    assert.ok(received.every((difference) => !difference.breaking));
+    assert.ok(sent.some((d) => d.operation === "listPets" && d.location === "query parameter status"));
+    assert.ok(sent.some((d) => d.operation === "createPet" && d.pointer === "/status"));
+    assert.match(sent[0]?.message ?? "", /"sold"/);
+  });
+
+  test("an enum value added breaks a client that switches over the values it receives", () => {
+    const found = diffAfter((d) => {
+      schemas(d).PetStatus.enum.push("lost");
+    });
+    const added = found.filter((difference) => difference.kind === "enum-value-added");
+    assert.ok(added.some((d) => d.direction === "response" && d.breaking && d.pointer === "/-/status"));
+    assert.ok(added.filter((d) => d.direction === "request").every((d) => !d.breaking));
+  });
+
+  test("a bound tightened breaks a client that sends the values it no longer takes", () => {
+    const found = diffAfter((d) => {
+      listPets(d).parameters[0].schema.maximum = 50;
+    });
+    const tightened = only(found, "bound-tightened");
+    assert.equal(tightened.breaking, true);
+    assert.equal(tightened.location, "query parameter limit");
+    assert.match(tightened.message, /maximum goes from 100 to 50/);
+  });
+
+  test("a member made required breaks a client that leaves it out", () => {
+    const found = diffAfter((d) => {
+      schemas(d).NewPet.required.push("status");
+    });
+    const required = only(found, "member-made-required");
+    assert.equal(required.breaking, true);
+    assert.equal(required.operation, "createPet");
+    assert.equal(required.pointer, "/status");
+    assert.equal(required.location, "request body application/json");
+  });
+
+  test("a member removed from what a client sends breaks it when unknown members are refused", () => {
+    const found = diffAfter((d) => delete schemas(d).NewPet.properties.status);
+    const removed = found.filter(
+      (difference) => difference.kind === "member-removed" && difference.direction === "request",
+    );
+    assert.equal(removed.length, 1);
+    assert.equal(removed[0]?.breaking, true);
+  });
+
+  test("a response member removed breaks a client that reads it", () => {
+    const found = diffAfter((d) => {
+      delete schemas(d).Pet.properties.status;
+    });
+    const removed = found.filter((difference) => difference.kind === "member-removed");
+    assert.ok(removed.length >= 2);
+    assert.ok(removed.every((difference) => difference.direction === "response" && difference.breaking));
+    assert.ok(removed.some((d) => d.operation === "listPets" && d.pointer === "/-/status"));
+    assert.ok(removed.some((d) => d.operation === "getPet" && d.pointer === "/status"));
+  });
+
+  test("a response member made optional breaks a client that counts on it", () => {
+    const found = diffAfter((d) => {
+      schemas(d).Pet.required = ["id", "name"];
+    });
+    const optional = found.filter((difference) => difference.kind === "member-made-optional");
+    assert.ok(optional.length >= 1);
+    assert.ok(
+      optional.every((d) => d.breaking && d.direction === "response" && d.pointer?.endsWith("/categoryId")),
+    );
+  });
+
+  test("a response status removed breaks a client that handles it", () => {
+    const found = diffAfter((d) => delete d.paths["/pets/{petId}"].get.responses["404"]);
+    const removed = only(found, "status-removed");
+    assert.equal(removed.breaking, true);
+    assert.equal(removed.direction, "response");
+    assert.equal(removed.location, "response 404");
+  });
+
+  test("a response status added breaks a client that switches over the statuses it knows", () => {
+    const found = diffAfter((d) => {
+      listPets(d).responses["429"] = { description: "slow down" };
+    });
+    assert.equal(only(found, "status-added").breaking, true);
+  });
+
+  test("a sunset moved earlier breaks the callers who planned for the old date", () => {
+    const found = diffAfter((d) => {
+      d.paths["/pets/{petId}"].get["x-gateway-deprecation"].sunset = "2029-01-01T00:00:00Z";
+    });
+    const earlier = only(found, "sunset-earlier");
+    assert.equal(earlier.breaking, true);
+    assert.equal(earlier.operation, "getPet");
+    assert.match(earlier.message, /2029-01-01/);
+  });
+
+  test("security changed breaks the callers who present what it asked before", () => {
+    const found = diffAfter((d) => {
+      d.components.securitySchemes.apiKey = { type: "apiKey", in: "header", name: "x-api-key" };
+      listPets(d).security = [{ apiKey: [] }];
+    });
+    const changed = only(found, "security-strengthened");
+    assert.equal(changed.breaking, true);
+    // Another scheme instead of the bearer key lets in a caller who has only that: weaker too.
+    assert.equal(only(found, "security-weakened").weakensSecurity, true);
+  });
+
+  test("a type changed breaks both sides", () => {
+    const found = diffAfter((d) => {
+      schemas(d).Pet.properties.categoryId = { type: "string" };
+    });
+    assert.ok(found.some((d) => d.kind === "type-changed" && d.breaking && d.direction === "response"));
+  });
+
+  test("a changed base path moves every URL", () => {
+    const found = diffAfter((d) => {
+      d.servers = [{ url: "https://petstore.example.com/v2" }];
+    });
+    assert.equal(only(found, "base-path-changed").breaking, true);
+  });
+
+  test("breaking differences come first", () => {
+    const found = diffAfter((d) => {
+      listPets(d).parameters.push({ name: "shop", in: "query", schema: { type: "string" } });
+      delete d.paths["/pets/{petId}"];
+    });
+    assert.deepEqual(
+      found.map((difference) => difference.kind),
+      ["operation-removed", "parameter-added"],
+    );
+  });
+});
+
+describe("security weakened", () => {
+  test("an operation made public weakens security", () => {
+    const found = diffAfter((d) => {
+      listPets(d).security = [];
+    });
+    const weakened = only(found, "security-weakened");
+    assert.equal(weakened.weakensSecurity, true);
+    assert.equal(weakened.operation, "listPets");
+    assert.match(weakened.message, /anyone/);
+  });
+
+  test("an anonymous alternative beside the key weakens security", () => {
+    const found = diffAfter((d) => {
+      listPets(d).security = [{ bearerAuth: [] }, {}];
+    });
+    assert.equal(only(found, "security-weakened").weakensSecurity, true);
+    assert.equal(
+      found.some((d) => d.kind === "security-strengthened"),
+      false,
+    );
+  });
+
+  test("the document's requirement removed weakens every operation that inherited it", () => {
+    const found = diffAfter((d) => delete d.security);
+    assert.deepEqual(
+      found.filter((d) => d.kind === "security-weakened").map((d) => d.operation),
+      ["listPets", "createPet", "getPet"],
+    );
+  });
+});
+
+describe("changes that break no client", () => {
+  test("an operation added", () => {
+    const found = diffAfter((d) => {
+      d.paths["/pets/{petId}"].delete = {
+        operationId: "deletePet",
+        parameters: d.paths["/pets/{petId}"].get.parameters,
+        responses: { "204": { description: "gone" } },
+      };
+    });
+    const added = only(found, "operation-added");
+    assert.equal(added.breaking, false);
+    assert.equal(added.operation, "deletePet");
+  });
+
+  test("an optional parameter added, a bound widened, a parameter made optional", () => {
+    const found = diffAfter((d) => {
+      listPets(d).parameters.push({ name: "shop", in: "query", schema: { type: "string" } });
+      listPets(d).parameters[0].schema.maximum = 200;
+      d.paths["/pets"].post.requestBody.required = false;
+    });
+    assert.deepEqual(found.map((d) => `${d.kind} ${d.breaking}`).sort(), [
+      "bound-widened false",
+      "parameter-added false",
+      "request-body-made-optional false",
+    ]);
+  });
+
+  test("an optional request member added, a response member added, a sunset moved later", () => {
+    const found = diffAfter((d) => {
+      schemas(d).NewPet.properties.tag = { type: "string" };
+      schemas(d).Pet.properties.tag = { type: "string" };
+      d.paths["/pets/{petId}"].get["x-gateway-deprecation"].sunset = "2031-01-01T00:00:00Z";
+    });
+    assert.ok(found.length >= 3);
+    assert.ok(
+      found.every((d) => !d.breaking && !d.weakensSecurity),
+      JSON.stringify(found),
+    );
+    assert.ok(found.some((d) => d.kind === "sunset-later"));
+    assert.ok(
+      found.some((d) => d.kind === "member-added" && d.direction === "request" && d.pointer === "/tag"),
+    );
+  });
+
+  test("an enum value added to what clients send", () => {
+    const found = diffAfter((d) => {
+      listPets(d).parameters[1].schema = { type: "string", enum: ["available", "pending", "sold", "lost"] };
+    });
+    assert.deepEqual(
+      found.map((d) => [d.kind, d.breaking, d.direction]),
+      [["enum-value-added", false, "request"]],
+    );
+  });
+
+  test("security made stricter the other way round is not a weakening: a key now required where none was", () => {
+    const open = structuredClone(PET_STORE);
+    open.paths["/pets"].get.security = [];
+    const found = diffDocuments(loadDocument(open), running);
+    assert.equal(only(found, "security-strengthened").breaking, true);
+    assert.equal(
+      found.some((d) => d.weakensSecurity),
+      false,
+    );
+  });
+
+  test("a recursive schema compares in bounded work", () => {
+    const found = diffAfter((d) => {
+      schemas(d).Pet.properties.parent = { $ref: "#/components/schemas/Pet" };
+      schemas(d).Pet.properties.children = { type: "array", items: { $ref: "#/components/schemas/Pet" } };
+    });
+    assert.ok(found.every((d) => !d.breaking));
+  });
+});
