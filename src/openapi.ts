@@ -15,11 +15,12 @@ import type {
   ResponseSpec,
   UncheckedParameter,
 } from "./openapi/description.ts";
+import { type DocumentSource, filesOf } from "./openapi/document-source.ts";
 import { openapiVersion, translateSchemas30 } from "./openapi/from-3.0.ts";
 import { asObject, type Json, type JsonObject } from "./openapi/json-object.ts";
 import { pageSizeOf } from "./openapi/page-size.ts";
 import { patternPointers } from "./openapi/pattern-pointers.ts";
-import { readApiDocument } from "./openapi/read-document.ts";
+import { type DocumentFiles, readApiDocument } from "./openapi/read-document.ts";
 import { securityOf } from "./openapi-security.ts";
 import { refuseSecurityOverlaps } from "./route-overlaps.ts";
 import { parseTemplate } from "./route-template.ts";
@@ -36,9 +37,21 @@ const ERROR_SCHEMA_REF = "#/components/schemas/Error";
 export type * from "./openapi/description.ts";
 
 export function loadApiDescription(file: string, options: LoadOptions = {}): ApiDescription {
+  return compileFiles(file, undefined, options);
+}
+
+/**
+ * The description of a snapshot of the document's files (a reload's, read once by whoever
+ * reloads): nothing is read from the file system.
+ */
+export function compileDocumentSource(source: DocumentSource, options: LoadOptions = {}): ApiDescription {
+  return compileFiles(source.file, filesOf(source), options);
+}
+
+function compileFiles(file: string, files: DocumentFiles | undefined, options: LoadOptions): ApiDescription {
   let document: JsonObject;
   try {
-    document = readApiDocument(file) as JsonObject;
+    document = readApiDocument(file, files) as JsonObject;
   } catch (error) {
     throw new ApiDescriptionError(`cannot read the OpenAPI description ${file}: ${(error as Error).message}`);
   }

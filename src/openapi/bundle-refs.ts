@@ -16,6 +16,25 @@ import { isJsonObject } from "./json-object.ts";
 
 type JsonObject = { [key: string]: unknown };
 export type ReadFile = (file: string, name: string) => unknown;
+/** Where a path leads once every symbolic link on it is followed (fs.realpathSync; a reload replays a recorded one). */
+export type RealPath = (path: string) => string;
+
+/**
+ * What a reader or realpath throws for a file it has not reached yet (a reload reads the files
+ * asynchronously, then bundles again: document-source.ts); passed through, never said as "no file".
+ */
+export class PendingFile extends Error {
+  readonly kind: "read" | "realpath";
+  readonly path: string;
+  /** How a message calls the file. */
+  readonly label: string;
+  constructor(kind: "read" | "realpath", path: string, label = path) {
+    super(`${kind} ${path} is pending`);
+    this.kind = kind;
+    this.path = path;
+    this.label = label;
+  }
+}
 
 /** More files than a split document needs; the bound that keeps start-up's reading finite. */
 export const MAX_REFERENCED_FILES = 64;
@@ -42,13 +61,14 @@ const SCHEMA_MAP_KEYWORDS = new Set([
 const DOCUMENT_DATA_MEMBERS = new Set(["example", "value"]);
 
 /** The document of `file`, its $refs to other files resolved into it. */
-export function bundleExternalRefs(file: string, read: ReadFile): unknown {
-  return new Bundle(file, read).document;
+export function bundleExternalRefs(file: string, read: ReadFile, realpath: RealPath = realpathSync): unknown {
+  return new Bundle(file, read, realpath).document;
 }
 
 class Bundle {
   readonly document: unknown;
   readonly #read: ReadFile;
+  readonly #realpath: RealPath;
   readonly #rootFile: string;
   readonly #folder: string;
   readonly #files = new Map<string, unknown>();
@@ -62,9 +82,10 @@ class Bundle {
   readonly #inlined = new Map<string, unknown>();
   readonly #inlining: string[] = [];
 
-  constructor(file: string, read: ReadFile) {
+  constructor(file: string, read: ReadFile, realpath: RealPath) {
     this.#read = read;
-    this.#rootFile = realpathSync(file);
+    this.#realpath = realpath;
+    this.#rootFile = realpath(file);
     this.#folder = dirname(this.#rootFile);
     const root = read(this.#rootFile, "the file");
     this.#files.set(this.#rootFile, root);
@@ -250,8 +271,9 @@ class Bundle {
     }
     let file: string;
     try {
-      file = realpathSync(lexical);
-    } catch {
+      file = this.#realpath(lexical);
+    } catch (error) {
+      if (error instanceof PendingFile) throw error;
       throw new Error(`$ref ${ref} in ${this.#nameOf(place.file)}: no file ${this.#nameOf(lexical)}`);
     }
     // A symbolic link inside the folder may still point out of it.

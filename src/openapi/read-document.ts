@@ -2,11 +2,13 @@
 // (src/trusted-file.ts: a regular file, with a size bound), parsed
 // as JSON or YAML by what it holds, and the files its $refs name folded into it (bundle-refs.ts).
 // Every failure is one line naming the file and, for a syntax error, the line and column.
+
+import { realpathSync } from "node:fs";
 import { parseDocument } from "yaml";
 import { duplicateKey } from "../json/duplicate-keys.ts";
 import { parseJsonText } from "../json/syntax-error.ts";
 import { readTrustedFileSync } from "../trusted-file.ts";
-import { bundleExternalRefs } from "./bundle-refs.ts";
+import { bundleExternalRefs, type ReadFile, type RealPath } from "./bundle-refs.ts";
 import { checkDocumentCost, checkExpandedSize } from "./document-cost.ts";
 
 /** Larger than any hand-written description; refused before a byte is parsed. */
@@ -19,9 +21,17 @@ const MAX_ALIAS_COUNT = 100;
 /** A YAML parser's message is cut here: it describes the problem, the line and column say where. */
 const MAX_REASON_LENGTH = 200;
 
+/** How the files of a document are reached: the file system, or a snapshot of it (document-source.ts). */
+export interface DocumentFiles {
+  readonly read: ReadFile;
+  readonly realpath: RealPath;
+}
+
+const FILE_SYSTEM: DocumentFiles = { read: readDocumentFile, realpath: realpathSync };
+
 /** The document of `file`, with every $ref to another file inside its folder resolved. */
-export function readApiDocument(file: string): unknown {
-  const document = bundleExternalRefs(file, readDocumentFile);
+export function readApiDocument(file: string, files: DocumentFiles = FILE_SYSTEM): unknown {
+  const document = bundleExternalRefs(file, files.read, files.realpath);
   if (document === null || typeof document !== "object" || Array.isArray(document)) {
     // "not json" is a YAML string: say what the file holds rather than that it has no "openapi".
     const holds = document === null ? "null" : Array.isArray(document) ? "a list" : `a ${typeof document}`;
@@ -36,10 +46,12 @@ export function readApiDocument(file: string): unknown {
  * relative path for a file a $ref names).
  */
 function readDocumentFile(file: string, name: string): unknown {
-  const value = parseDocumentText(
-    readTrustedFileSync(file, { maxBytes: MAX_DOCUMENT_BYTES, name }).text,
-    name,
-  );
+  return parseDocumentFile(readTrustedFileSync(file, { maxBytes: MAX_DOCUMENT_BYTES, name }).text, name);
+}
+
+/** One file's text as a value: JSON or YAML, within the bounds every document file is held to. */
+export function parseDocumentFile(text: string, name: string): unknown {
+  const value = parseDocumentText(text, name);
   // Before the bundle walks it: the walk copies what an alias names once per alias.
   checkExpandedSize(value, name);
   return value;
