@@ -22,6 +22,12 @@ export interface GatewayConfig {
   /** The public base path, when the document's servers do not say it; undefined means theirs. */
   readonly basePath: string | undefined;
   readonly workers: number | "auto";
+  readonly document: {
+    /** Reload a candidate with breaking changes; one that weakens security is refused all the same. */
+    readonly allowBreaking: boolean;
+    /** Quiet time after a change to the document's files before they are read (a writer finishing). */
+    readonly reloadDebounceMs: number;
+  };
   readonly upstream: {
     readonly url: string | undefined;
     readonly environments: { readonly production?: string; readonly staging?: string };
@@ -130,6 +136,20 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
         default: 1,
         description: "Worker processes; `auto` = one per core",
       },
+      document: section("Reloading the OpenAPI description while serving (docs/openapi.md)", {
+        allowBreaking: {
+          type: "boolean",
+          default: false,
+          description:
+            "Reload a changed document even when it breaks clients of the running one (an operation, parameter, enum value, response member or status removed; a bound tightened; a member made required). A change that weakens `security` is refused all the same",
+        },
+        reloadDebounceMs: {
+          ...MILLISECONDS,
+          default: 500,
+          description:
+            "After a change to the document's folder (or a `$ref`'d file's), how long it must stay quiet before the files are read again",
+        },
+      }),
       upstream: section("The backend and the connections to it", {
         url: {
           ...URL_STRING,

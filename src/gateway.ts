@@ -4,20 +4,28 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { GatewayConfig } from "./config-schema.ts";
 import { createDecisionPipeline } from "./decision/index.ts";
+import { createDocumentReloads, type DocumentReloads } from "./document-reload.ts";
+import {
+  buildVersion,
+  createDocumentVersions,
+  type DocumentVersion,
+  type DocumentVersions,
+  type OwnHeaders,
+  type VersionSetting,
+} from "./document-version.ts";
 import { catalogueOf, type ErrorCode, gatewayError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
-import { type ApiDescription, loadApiDescription } from "./openapi.ts";
+import { type ApiDescription, loadDocumentVersion } from "./openapi.ts";
 import { createOpsHandler, localOpsSource, reportsOf } from "./ops.ts";
 import { reclaimLeastRecentlyActive } from "./ops-connections.ts";
 import { type OpsToken, openOpsToken } from "./ops-token.ts";
-import type { NamedPolicy } from "./pipeline/chains.ts";
-import { CORE_RESPONSE_HEADERS, createPipeline } from "./pipeline/index.ts";
+import { createPipeline } from "./pipeline/index.ts";
 import { answerClientError, answerConnect, answerOpsClientError } from "./pipeline/local-replies.ts";
+import { logPolicyFailure } from "./pipeline/policy-failure.ts";
 import { watchSends } from "./pipeline/send-watchdog.ts";
-import { type GatewayPlan, planGateway } from "./plan.ts";
-import type { AnyPolicyDefinition, PolicyContext, PolicyInstance } from "./policy.ts";
-import { ConfigError } from "./startup-errors.ts";
+import type { GatewayPlan } from "./plan.ts";
+import type { AnyPolicyDefinition } from "./policy.ts";
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -37,17 +45,25 @@ export interface GatewayOptions {
    * do not read the ops token, and their handleOps answers only the probes.
    */
   readonly ops?: boolean;
+  /** Count document reloads here (default true); a cluster's primary counts them for its workers. */
+  readonly countsReloads?: boolean;
 }
 
 export interface Gateway {
+  /** The description serving now (a reload replaces it). */
   readonly api: ApiDescription;
+  /** The document's versions: the one serving, and the ones finishing their requests. */
+  readonly versions: DocumentVersions;
+  /** Reloading the document: alone (reload), or in a cluster's two steps (prepare, commit). */
+  readonly document: DocumentReloads;
   readonly metrics: Metrics;
   readonly logger: Logger;
   /**
-   * The request headers the policies set for the backend, and the response headers the gateway
-   * adds to answers (lower case): what a proxy in front must carry in decision mode.
+   * The request headers the policies of the serving version set for the backend, and the
+   * response headers the gateway adds to answers (lower case): what a proxy in front must carry
+   * in decision mode.
    */
-  readonly ownHeaders: { readonly request: readonly string[]; readonly response: readonly string[] };
+  readonly ownHeaders: OwnHeaders;
   /** The public handler: mount it on any http.Server. */
   readonly handle: (req: IncomingMessage, res: ServerResponse) => void;
   /** For the server's 'checkContinue' event: 100 Continue only once the request's head is accepted. */
@@ -61,7 +77,10 @@ export interface Gateway {
   refuse(res: ServerResponse, code: ErrorCode): boolean;
   /** At the shutdown deadline: answers the request 503 SHUTTING_DOWN, or cuts an answer under way. */
   endAtDeadline(res: ServerResponse): void;
-  /** Every policy reloads what it loaded at start (the key file); resolves when all are done. */
+  /**
+   * The ops token and every policy of the serving version reload what they loaded at start (the
+   * key file); resolves when all are done. The document is reloaded by `document`.
+   */
   reload(why: string): Promise<void>;
   /** Readiness goes false and every answer from now on carries Connection: close. */
   drain(): void;
@@ -74,65 +93,65 @@ export function createGateway(options: GatewayOptions): Gateway {
   const catalogue = catalogueOf(options.policies);
   const logger = options.logger ?? createLogger(config.log.level).logger;
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: true });
-  const api = loadApiDescription(config.openapi, { basePath: config.basePath });
+  const { api, source } = loadDocumentVersion(config.openapi, { basePath: config.basePath });
   const now = options.now ?? Date.now;
-  // What `npm run plan` prints, by the same functions: what the document asks for and the
-  // gateway will not do as asked is said once, at start-up, one warn line each (a cluster's
-  // workers leave it to the primary: the policies' create() refuses what the plan would).
-  if (options.startupWarnings ?? true) {
-    logPlanWarnings(
-      logger,
-      planGateway({ api, config, policies: options.policies, environment: options.environment, now }),
-    );
-  }
-  const context: PolicyContext = {
-    api,
+  // Registered once: a metric's series outlive the version whose policies counted them.
+  const instruments = new Map(
+    options.policies.map((definition) => [definition.name, definition.metrics?.(metrics.registry)] as const),
+  );
+  const setting: VersionSetting = {
+    config,
+    policies: options.policies,
+    instruments,
     logger,
     environment: options.environment,
     now,
-    responseHeaders: () => [
-      ...new Set([
-        ...CORE_RESPONSE_HEADERS,
-        ...instances.flatMap((instance) => instance.responseHeaders ?? []),
-      ]),
-    ],
+    gatewayStatuses: Object.values(catalogue).map((entry) => entry.status),
+    failed: logPolicyFailure(logger),
   };
   // Read before any policy starts: a token file that cannot be read stops start-up like a key file.
   const serveOps = options.ops ?? true;
   const token = serveOps ? opsTokenOf(config, logger) : undefined;
-  const instances: PolicyInstance[] = [];
-  const named: NamedPolicy[] = [];
+  // What `npm run plan` prints, by the same functions: what the document asks for and the
+  // gateway will not do as asked is said once, at start-up, one warn line each (a cluster's
+  // workers leave it to the primary: the policies' create() refuses what the plan would).
+  let first: DocumentVersion;
   try {
-    for (const definition of options.policies) {
-      const instruments = definition.metrics?.(metrics.registry);
-      const instance = definition.create(config.policies[definition.name], context, instruments);
-      instances.push(instance);
-      named.push({ name: definition.name, instance });
-    }
+    first = buildVersion(setting, api, { number: 1, sha256: source.sha256 }, (plan) => {
+      if (options.startupWarnings ?? true) logPlanWarnings(logger, plan);
+    });
   } catch (error) {
-    for (const instance of instances) void instance.close?.();
     void token?.close();
-    // Bad policy options are a configuration problem: one line naming the field, no stack.
-    throw error instanceof ConfigError || !(error instanceof Error) ? error : new ConfigError(error.message);
+    throw error;
   }
+  const versions = createDocumentVersions(first, logger);
+  const document = createDocumentReloads({
+    config,
+    versions,
+    build: (candidate, identity) => buildVersion(setting, candidate, identity),
+    logger,
+    metrics,
+    countsReloads: options.countsReloads ?? true,
+    source,
+  });
   // One engine, two front doors: decision mode answers a proxy in front instead of forwarding.
   const pipeline = (config.mode === "decision" ? createDecisionPipeline : createPipeline)({
     config,
-    api,
-    policies: named,
+    versions,
     metrics,
     logger,
     upstreamUrl: options.upstreamUrl,
-    gatewayStatuses: Object.values(catalogue).map((entry) => entry.status),
   });
   let draining = false;
   const isReady = () => !draining;
-  const collectors = new Map<string, () => unknown>();
-  for (const instance of instances) {
-    for (const [path, collect] of Object.entries(instance.collectReports ?? {}))
-      collectors.set(path, collect);
-  }
-  const collectReport = (path: string) => collectors.get(path)?.();
+  // The serving version's: a report counts from its version's start (it says since when).
+  const collectReport = (path: string) => {
+    for (const { instance } of versions.current().policies) {
+      const collect = instance.collectReports?.[path];
+      if (collect) return collect();
+    }
+    return undefined;
+  };
   const handleOps = createOpsHandler({
     reports: reportsOf(options.policies, config.policies),
     isReady,
@@ -143,12 +162,15 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
 
   return {
-    api,
+    get api() {
+      return versions.current().api;
+    },
+    versions,
+    document,
     metrics,
     logger,
-    ownHeaders: {
-      request: [...new Set(instances.flatMap((instance) => instance.requestHeaders ?? []))],
-      response: context.responseHeaders(),
+    get ownHeaders() {
+      return versions.current().ownHeaders;
     },
     handle: pipeline.handle,
     handleExpectingContinue: pipeline.handleExpectingContinue,
@@ -161,7 +183,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       // Isolated like a phase: a policy whose reload fails keeps what it had, and says so.
       await Promise.all([
         token?.reload(why),
-        ...named.map(async ({ name, instance }) => {
+        ...versions.current().policies.map(async ({ name, instance }) => {
           try {
             await instance.reload?.(why);
           } catch (error) {
@@ -176,7 +198,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     async close() {
       pipeline.close();
-      await Promise.all([token?.close(), ...instances.map((instance) => instance.close?.())]);
+      await Promise.all([token?.close(), versions.close()]);
     },
   };
 }

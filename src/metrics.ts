@@ -53,6 +53,10 @@ export interface Metrics {
   /** An answer the gateway gave itself instead of the backend's. */
   observeRejection(operation: string, reason: string, code: string): void;
   readonly upstreamUp: Gauge;
+  /** Reloads of the document, by result (document-reload.ts). */
+  readonly documentReloads: Counter<"result">;
+  /** 1 for the document serving: its info.version and the SHA-256 of its files. */
+  readonly documentInfo: Gauge<"version" | "sha256">;
 }
 
 const HTTP_LABELS = ["operation", "http_request_method", "http_response_status_code"] as const;
@@ -65,6 +69,19 @@ export interface MetricsOptions {
    * process's own (process.constrainedMemory()) with the default metrics, none without.
    */
   readonly memoryLimitBytes?: number;
+}
+
+/**
+ * gateway_document_reloads_total, on a registry: a process's own, or a cluster primary's, which
+ * counts each reload once for all its workers.
+ */
+export function documentReloadsCounter(registry: Registry): Counter<"result"> {
+  return new Counter({
+    name: "gateway_document_reloads_total",
+    help: "Reloads of the OpenAPI document, by result: ok (serving the new version), unchanged (the files hash as before), refused (it breaks clients or weakens security), error (it does not load, plan or build)",
+    labelNames: ["result"] as const,
+    registers: [registry],
+  });
 }
 
 export function createMetrics(options: MetricsOptions): Metrics {
@@ -120,6 +137,15 @@ export function createMetrics(options: MetricsOptions): Metrics {
     buckets: OVERHEAD_BUCKETS,
     registers,
   });
+  const documentReloads = documentReloadsCounter(registry);
+  const documentInfo = new Gauge({
+    name: "gateway_document_info",
+    help: "1 for the OpenAPI document serving, by its info.version and the first 16 hex digits of the SHA-256 of its files (of the file, for a document in one); a reload replaces the series. With workers, two series at once mean two versions serving",
+    labelNames: ["version", "sha256"] as const,
+    // One series per version, whatever the number of workers serving it.
+    aggregator: "max",
+    registers,
+  });
   const rejections = new Counter({
     name: "gateway_rejections_total",
     help: "Requests the gateway answered itself instead of with the backend's answer, by operation, reason and error code",
@@ -141,6 +167,8 @@ export function createMetrics(options: MetricsOptions): Metrics {
 
   return {
     registry,
+    documentReloads,
+    documentInfo,
     observeRequest(operation, method, status, seconds) {
       requestChild(operation)(methodLabel(method))(status).observe(seconds);
     },

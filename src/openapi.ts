@@ -15,12 +15,18 @@ import type {
   ResponseSpec,
   UncheckedParameter,
 } from "./openapi/description.ts";
-import { type DocumentSource, filesOf } from "./openapi/document-source.ts";
+import {
+  type DocumentSource,
+  filesOf,
+  type ReadSource,
+  readDocumentSource,
+  readDocumentSourceSync,
+} from "./openapi/document-source.ts";
 import { openapiVersion, translateSchemas30 } from "./openapi/from-3.0.ts";
 import { asObject, type Json, type JsonObject } from "./openapi/json-object.ts";
 import { pageSizeOf } from "./openapi/page-size.ts";
 import { patternPointers } from "./openapi/pattern-pointers.ts";
-import { type DocumentFiles, readApiDocument } from "./openapi/read-document.ts";
+import { readApiDocument } from "./openapi/read-document.ts";
 import { securityOf } from "./openapi-security.ts";
 import { refuseSecurityOverlaps } from "./route-overlaps.ts";
 import { parseTemplate } from "./route-template.ts";
@@ -37,26 +43,58 @@ const ERROR_SCHEMA_REF = "#/components/schemas/Error";
 export type * from "./openapi/description.ts";
 
 export function loadApiDescription(file: string, options: LoadOptions = {}): ApiDescription {
-  return compileFiles(file, undefined, options);
+  return loadDocumentVersion(file, options).api;
+}
+
+/** The description of `file`, and the snapshot of the files it was compiled from (document-source.ts). */
+export function loadDocumentVersion(
+  file: string,
+  options: LoadOptions = {},
+): { readonly api: ApiDescription; readonly source: DocumentSource } {
+  let read: ReadSource;
+  try {
+    read = readDocumentSourceSync(file);
+  } catch (error) {
+    throw readError(file, error);
+  }
+  return { api: compileApiDocument(file, read.document, options), source: read.source };
+}
+
+/** As loadDocumentVersion, with the files read on the thread pool (a reload, while requests are served). */
+export async function readDocumentVersion(
+  file: string,
+  options: LoadOptions = {},
+): Promise<{ readonly api: ApiDescription; readonly source: DocumentSource }> {
+  let read: ReadSource;
+  try {
+    read = await readDocumentSource(file);
+  } catch (error) {
+    throw readError(file, error);
+  }
+  return { api: compileApiDocument(file, read.document, options), source: read.source };
 }
 
 /**
- * The description of a snapshot of the document's files (a reload's, read once by whoever
- * reloads): nothing is read from the file system.
+ * The description of a snapshot of the document's files (read once by whoever reloads, a
+ * cluster's primary): nothing is read from the file system.
  */
 export function compileDocumentSource(source: DocumentSource, options: LoadOptions = {}): ApiDescription {
-  return compileFiles(source.file, filesOf(source), options);
+  let document: unknown;
+  try {
+    document = readApiDocument(source.file, filesOf(source));
+  } catch (error) {
+    throw readError(source.file, error);
+  }
+  return compileApiDocument(source.file, document, options);
 }
 
-function compileFiles(file: string, files: DocumentFiles | undefined, options: LoadOptions): ApiDescription {
-  let document: JsonObject;
+function readError(file: string, error: unknown): ApiDescriptionError {
+  return new ApiDescriptionError(`cannot read the OpenAPI description ${file}: ${(error as Error).message}`);
+}
+
+function compileApiDocument(file: string, document: unknown, options: LoadOptions): ApiDescription {
   try {
-    document = readApiDocument(file, files) as JsonObject;
-  } catch (error) {
-    throw new ApiDescriptionError(`cannot read the OpenAPI description ${file}: ${(error as Error).message}`);
-  }
-  try {
-    return compileApiDescription(document, options);
+    return compileApiDescription(document as JsonObject, options);
   } catch (error) {
     throw new ApiDescriptionError(`OpenAPI description ${file}: ${(error as Error).message}`);
   }

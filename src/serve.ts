@@ -6,9 +6,10 @@ import type { Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { Intake } from "./cluster/intake.ts";
 import type { GatewayConfig } from "./config-schema.ts";
+import { watchDocumentFiles } from "./document-watch.ts";
 import { buildGateway, type Gateway } from "./gateway.ts";
 import { listen } from "./listen.ts";
-import type { LoggerHandle } from "./logger.ts";
+import type { Logger, LoggerHandle } from "./logger.ts";
 import { pendingResponse } from "./node-internals.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
 import { shutdownOnSignals } from "./shutdown.ts";
@@ -81,6 +82,7 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
         // a connection already handed to this process (by the kernel, or by a cluster primary)
         // would be refused and reset. Let this turn's I/O in first, then stop accepting.
         setImmediate(() => {
+          watch?.close();
           const stopped = () =>
             void closeAndExit(options.ops ? opsServer : undefined, gateway, options, exitCode);
           if (intake) {
@@ -109,8 +111,13 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     },
   });
   // A cluster primary passes its SIGHUP on as a message (runWorker); one sent to a worker itself
-  // reloads that worker, where Node's default would end it.
-  process.on("SIGHUP", () => void gateway.reload("SIGHUP"));
+  // reloads that worker's keys, where Node's default would end it. A worker's document is the
+  // primary's to reload, for all of them at once (cluster/document-commit.ts).
+  const watch = intake === undefined ? reloadDocumentOnChange(gateway, config, logger) : undefined;
+  process.on("SIGHUP", () => {
+    void gateway.reload("SIGHUP");
+    watch?.reload("SIGHUP");
+  });
   exitOnFatalError(options.log);
 
   return {
@@ -119,6 +126,24 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     opsPort: options.ops ? (opsServer.address() as AddressInfo).port : undefined,
     stop,
   };
+}
+
+/** The document reloads when its files change (document-watch.ts) or when asked. */
+function reloadDocumentOnChange(
+  gateway: Gateway,
+  config: GatewayConfig,
+  logger: Logger,
+): { reload(why: string): void; close(): void } {
+  const reload = (why: string) => {
+    void gateway.document.reload(why).then(() => watch.watch(gateway.document.paths()));
+  };
+  const watch = watchDocumentFiles({
+    debounceMs: config.document.reloadDebounceMs,
+    onChange: reload,
+    logger,
+  });
+  watch.watch(gateway.document.paths());
+  return { reload, close: () => watch.close() };
 }
 
 /** At the deadline, how long an answer written to a request still open may take to go out. */

@@ -5,8 +5,8 @@
 // (pipeline/request-judge.ts); so are the answers' headers, the metrics and the one access line
 // per decision. What differs is only how the original request is read and how the verdict is said.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { versionOf } from "../document-version.ts";
 import { gatewayError } from "../errors.ts";
-import { createStatusLabels } from "../metrics.ts";
 import { finishHeaders } from "../pipeline/answer-headers.ts";
 import { markExpectingContinue, readBody } from "../pipeline/body.ts";
 import type { Chain } from "../pipeline/chains.ts";
@@ -15,7 +15,6 @@ import { type CoreExchange, exchangeOf } from "../pipeline/exchange.ts";
 import type { Pipeline, PipelineOptions } from "../pipeline/index.ts";
 import { createLocalReplies, type LocalReplies } from "../pipeline/local-replies.ts";
 import { createObserve } from "../pipeline/observe.ts";
-import { createRequestJudge } from "../pipeline/request-judge.ts";
 import { unmappedAddress } from "../trusted-proxies.ts";
 import { CARRIED_ANSWER_HEADER, renderCarried } from "./carried-answer.ts";
 import { callOf, type Door } from "./doors.ts";
@@ -24,14 +23,9 @@ import { callOf, type Door } from "./doors.ts";
 const DOOR_FACT = "decidedFor";
 
 export function createDecisionPipeline(options: PipelineOptions): Pipeline {
-  const { config, api, metrics, logger } = options;
-  const judgeRequest = createRequestJudge({ api, policies: options.policies, logger });
-  const { chains } = judgeRequest;
-  // The request headers the policies set for the backend (the consumer, its credential): the
-  // allow answer says each one's value, so that the proxy sets it, whatever the client sent.
-  const ownedRequestHeaders = [
-    ...new Set(options.policies.flatMap(({ instance }) => instance.requestHeaders ?? [])),
-  ];
+  const { config, versions, metrics, logger } = options;
+  // Every live version's chains, by operation: the replies find a request's chain by its operation.
+  const { chains } = versions;
   const { maxQueuedAnswerBytes, maxRequestBodyBytes } = config.server;
   const tooLargeMessage = `the request body is over ${maxRequestBodyBytes} bytes`;
   let draining = false;
@@ -45,8 +39,11 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     metrics,
     logger,
     noUpstream,
-    (exchange) => requestEnded(exchange.req.socket, maxQueuedAnswerBytes),
-    createStatusLabels(api.operations, options.gatewayStatuses),
+    (exchange) => {
+      requestEnded(exchange.req.socket, maxQueuedAnswerBytes);
+      versions.leave(exchange.version);
+    },
+    versions.statusLabel,
   );
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -79,7 +76,10 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
       entered !== undefined && "clientAddress" in entered
         ? entered.clientAddress
         : unmappedAddress(req.socket.remoteAddress ?? "");
-    const exchange = judgeRequest.open(req, res, clientAddress);
+    // Read once, as in proxy mode: a reload swapped in meanwhile does not change this decision's judge.
+    const version = versions.enter();
+    const exchange = version.judge.open(req, res, clientAddress);
+    exchange.version = version;
     res.once("close", onResponseClose);
     req.on("error", ignoreClientError);
     res.on("error", ignoreClientError);
@@ -97,7 +97,7 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     const replies = repliesOf(exchange);
     // The proxy sends no body to this door: nothing of it is left to read on this connection.
     if (!door.readsBody) exchange.body = NO_BODY;
-    const verdict = judgeRequest.head(exchange);
+    const verdict = version.judge.head(exchange);
     if (verdict.kind === "refuse") return replies.reject(exchange, verdict.error, verdict.closeConnection);
     if (verdict.kind === "answer") return replies.answerLocally(exchange, verdict.reply);
     const { chain, upstreamTarget } = verdict;
@@ -109,7 +109,7 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
       chain,
       maxRequestBodyBytes,
       (read) => {
-        const error = judgeRequest.body(read, chain);
+        const error = version.judge.body(read, chain);
         if (error) return replies.reject(read, error);
         allow(read, chain, door, upstreamTarget);
       },
@@ -123,7 +123,11 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     // The headers the client's answer gets, as proxy mode adds them to the backend's answer.
     const clientHeaders: OutgoingHttpHeaders = {};
     finishHeaders(exchange, chain, 200, clientHeaders, draining);
-    const headers = door.allowHeaders(exchange, clientHeaders, ownedRequestHeaders, upstreamTarget);
+    // The request headers the version's policies set for the backend (the consumer, its
+    // credential): the allow answer says each one's value, so that the proxy sets it, whatever
+    // the client sent.
+    const owned = versionOf(exchange).ownHeaders.request;
+    const headers = door.allowHeaders(exchange, clientHeaders, owned, upstreamTarget);
     headers["content-length"] = 0;
     headers["cache-control"] = "no-store";
     exchange.res.writeHead(200, headers);

@@ -9,9 +9,10 @@
 // bundle itself (bundle-refs.ts): it is run on what has been read so far, and where it asks for a
 // file not yet read, that file is read and the bundle run again; each file is parsed once.
 import { createHash } from "node:crypto";
+import { realpathSync } from "node:fs";
 import { realpath } from "node:fs/promises";
 import { relative } from "node:path";
-import { readTrustedFile, SLOW_READ_MS } from "../trusted-file.ts";
+import { readTrustedFile, readTrustedFileSync, SLOW_READ_MS } from "../trusted-file.ts";
 import { MAX_REFERENCED_FILES, PendingFile } from "./bundle-refs.ts";
 import {
   type DocumentFiles,
@@ -28,12 +29,64 @@ export interface DocumentSource {
   readonly realpaths: readonly (readonly [string, string | null])[];
   /** Each file read (by the path it led to), and its text. */
   readonly texts: readonly (readonly [string, string])[];
-  /** Of every file's path (relative to the document's) and text, in the order read. */
+  /**
+   * SHA-256, hex: of the file, for a document in one file (what `sha256sum` prints); else of
+   * every file's path (relative to the document's folder) and text, in the order read.
+   */
   readonly sha256: string;
 }
 
+/** A snapshot and the document bundled from it (what the reader made of the files, ready to compile). */
+export interface ReadSource {
+  readonly source: DocumentSource;
+  readonly document: unknown;
+}
+
 /** Reads the document of `file` and every file it refers to; throws what loading it would. */
-export async function readDocumentSource(file: string): Promise<DocumentSource> {
+export async function readDocumentSource(file: string): Promise<ReadSource> {
+  const steps = sourceSteps(file);
+  for (let step = steps.next(); ; ) {
+    if (step.done) return step.value;
+    const pending = step.value;
+    if (pending.kind === "realpath") step = steps.next(await realpath(pending.path).catch(() => null));
+    else {
+      const { text } = await readTrustedFile(pending.path, {
+        maxBytes: MAX_DOCUMENT_BYTES,
+        name: pending.label,
+        slowAfterMs: SLOW_READ_MS,
+      });
+      step = steps.next(text ?? "");
+    }
+  }
+}
+
+/** The same, read at once: for start-up, which has nothing else to do meanwhile. */
+export function readDocumentSourceSync(file: string): ReadSource {
+  const steps = sourceSteps(file);
+  for (let step = steps.next(); ; ) {
+    if (step.done) return step.value;
+    const pending = step.value;
+    if (pending.kind === "realpath") {
+      let found: string | null;
+      try {
+        found = realpathSync(pending.path);
+      } catch {
+        found = null;
+      }
+      step = steps.next(found);
+    } else
+      step = steps.next(
+        readTrustedFileSync(pending.path, { maxBytes: MAX_DOCUMENT_BYTES, name: pending.label }).text,
+      );
+  }
+}
+
+/**
+ * The reading, as steps: each yields the path it needs next (its realpath, or its text) and is
+ * given it back. Each round reads one more path: the root's realpath and text, then two per file
+ * referred to.
+ */
+function* sourceSteps(file: string): Generator<PendingFile, ReadSource, string | null> {
   const realpaths = new Map<string, string | null>();
   const texts = new Map<string, string>();
   const parsed = new Map<string, unknown>();
@@ -54,25 +107,18 @@ export async function readDocumentSource(file: string): Promise<DocumentSource> 
       return value;
     },
   };
-  // Each round reads one more path: the root's realpath and file, then two per file referred to.
   for (let round = 0; round <= 2 * (MAX_REFERENCED_FILES + 1); round++) {
+    let pending: PendingFile;
     try {
-      readApiDocument(file, files);
-      return sourceOf(file, realpaths, texts);
+      const document = readApiDocument(file, files);
+      return { source: sourceOf(file, realpaths, texts), document };
     } catch (error) {
       if (!(error instanceof PendingFile)) throw error;
-      if (error.kind === "realpath") realpaths.set(error.path, await realpath(error.path).catch(() => null));
-      else {
-        const name = error.label;
-        const { text } = await readTrustedFile(error.path, {
-          maxBytes: MAX_DOCUMENT_BYTES,
-          name,
-          slowAfterMs: SLOW_READ_MS,
-        });
-        if (text === undefined) throw new Error(`${name}: not read`);
-        texts.set(error.path, text);
-      }
+      pending = error;
     }
+    const got = yield pending;
+    if (pending.kind === "realpath") realpaths.set(pending.path, got);
+    else texts.set(pending.path, got ?? "");
   }
   throw new Error(`the document refers to more than ${MAX_REFERENCED_FILES - 1} other files`);
 }
@@ -89,9 +135,14 @@ function sourceOf(
 ): DocumentSource {
   const folder = firstFolder(realpaths, file);
   const hash = createHash("sha256");
-  for (const [path, text] of texts) {
-    // The name is part of the hash: two files swapping their texts is another version.
-    hash.update(relative(folder, path)).update("\0").update(text).update("\0");
+  if (texts.size === 1) {
+    // One file: what `sha256sum` says of it, for an operator to compare.
+    for (const text of texts.values()) hash.update(text);
+  } else {
+    for (const [path, text] of texts) {
+      // The name is part of the hash: two files swapping their texts is another version.
+      hash.update(relative(folder, path)).update("\0").update(text).update("\0");
+    }
   }
   return { file, realpaths: [...realpaths], texts: [...texts], sha256: hash.digest("hex") };
 }

@@ -2,6 +2,7 @@
 // objects of its request (the request and the response), so that no closure is made per request
 // to remember it.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { DocumentVersion } from "../document-version.ts";
 import type { GatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
 import type { Exchange } from "../policy.ts";
@@ -41,6 +42,8 @@ export interface CoreExchange extends Exchange {
   reservedAnswerBytes: number;
   /** The held answer as written to the client, until its memory is freed (answer-budget.ts). */
   heldAnswer: HeldBody | undefined;
+  /** The document's version the request arrived under, which judges it to the end (document-version.ts). */
+  version: DocumentVersion | undefined;
 }
 
 const EXCHANGE = Symbol("exchange");
@@ -73,6 +76,7 @@ class RequestExchange implements CoreExchange {
   heldAnswerBytes = 0;
   reservedAnswerBytes = 0;
   heldAnswer: HeldBody | undefined = undefined;
+  version: DocumentVersion | undefined = undefined;
   /** The client's Authorization as it arrived: a policy may replace or remove it for the backend. */
   private readonly clientAuthorization: string | undefined;
   private readonly isKey: KeyRecognizer;

@@ -6,35 +6,32 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config-schema.ts";
+import { type DocumentVersions, versionOf } from "../document-version.ts";
 import { type GatewayError, gatewayError } from "../errors.ts";
-import { createStatusLabels, type Metrics } from "../metrics.ts";
-import type { ApiDescription } from "../openapi.ts";
+import type { Metrics } from "../metrics.ts";
 import { createUpstream, type Upstream } from "../proxy.ts";
 import { trustedProxies } from "../trusted-proxies.ts";
 import { createAnswerBudget } from "./answer-budget.ts";
 import { createBasePathHint } from "./base-path-hint.ts";
 import { markExpectingContinue, readBody } from "./body.ts";
-import type { Chain, NamedPolicy } from "./chains.ts";
+import type { Chain } from "./chains.ts";
 import { admitRequest, isClosing, requestEnded, waitTurn } from "./connection-state.ts";
 import type { CoreExchange } from "./exchange.ts";
 import { exchangeOf } from "./exchange.ts";
 import { clientAddressOf, forward } from "./forward.ts";
 import { createLocalReplies } from "./local-replies.ts";
 import { createObserve } from "./observe.ts";
-import { createRequestJudge } from "./request-judge.ts";
 import { createUpstreamAnswers } from "./upstream-answer.ts";
 
 export { CORE_RESPONSE_HEADERS } from "./answer-headers.ts";
 
 export interface PipelineOptions {
   readonly config: GatewayConfig;
-  readonly api: ApiDescription;
-  readonly policies: readonly NamedPolicy[];
+  /** The document's versions (document-version.ts): each request is judged by the one it arrived under. */
+  readonly versions: DocumentVersions;
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly upstreamUrl: string;
-  /** Every status the gateway itself answers with (the error catalogue's): labelled by number in the metrics. */
-  readonly gatewayStatuses: readonly number[];
 }
 
 export interface Pipeline {
@@ -63,9 +60,9 @@ export interface Pipeline {
 const GATEWAY_BUSY = gatewayError("GATEWAY_BUSY", undefined, { "retry-after": "1" });
 
 export function createPipeline(options: PipelineOptions): Pipeline {
-  const { config, api, metrics, logger } = options;
-  const judgeRequest = createRequestJudge({ api, policies: options.policies, logger });
-  const { chains } = judgeRequest;
+  const { config, versions, metrics, logger } = options;
+  // Every live version's chains, by operation: the answer's steps find a request's chain by its operation.
+  const { chains } = versions;
   const isTrustedProxy = trustedProxies(config.server.trustedProxies);
   const tooLargeMessage = `the request body is over ${config.server.maxRequestBodyBytes} bytes`;
   let draining = false;
@@ -83,7 +80,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     maxBodyBytes: config.server.maxResponseBodyBytes,
     timeoutMs: config.upstream.timeoutMs,
     isDraining,
-    basePathHint: createBasePathHint(logger, options.upstreamUrl, api.basePath),
+    basePathHint: createBasePathHint(logger, options.upstreamUrl, versions.current().api.basePath),
   });
   const { maxQueuedAnswerBytes } = config.server;
   const onResponseClose = createObserve(
@@ -93,8 +90,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     (exchange) => {
       budget.release(exchange);
       requestEnded(exchange.req.socket, maxQueuedAnswerBytes);
+      versions.leave(exchange.version);
     },
-    createStatusLabels(api.operations, options.gatewayStatuses),
+    versions.statusLabel,
   );
   const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, {
     onResponse: answers.onResponse,
@@ -121,12 +119,15 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       req.resume();
       return;
     }
-    const exchange = judgeRequest.open(req, res, clientAddressOf(req, isTrustedProxy));
+    // Read once: a reload swapped in while this request is under way does not change its judge.
+    const version = versions.enter();
+    const exchange = version.judge.open(req, res, clientAddressOf(req, isTrustedProxy));
+    exchange.version = version;
     res.once("close", onResponseClose);
     req.on("error", ignoreClientError);
     res.on("error", ignoreClientError);
 
-    const verdict = judgeRequest.head(exchange);
+    const verdict = version.judge.head(exchange);
     if (verdict.kind === "refuse") return reject(exchange, verdict.error, verdict.closeConnection);
     if (verdict.kind === "answer") return answerLocally(exchange, verdict.reply);
     const { chain } = verdict;
@@ -148,7 +149,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   }
 
   function bodyRead(exchange: CoreExchange, chain: Chain): void {
-    const error = judgeRequest.body(exchange, chain);
+    const error = versionOf(exchange).judge.body(exchange, chain);
     if (error) return reject(exchange, error);
     send(exchange, chain);
   }

@@ -5,7 +5,6 @@
 // the two modes cannot drift apart. Writing the answer, forwarding and observing are the door's.
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Logger } from "pino";
 import { type GatewayError, gatewayError } from "../errors.ts";
 import type { ApiDescription, Operation } from "../openapi.ts";
 import type { LocalReply } from "../policy.ts";
@@ -16,6 +15,7 @@ import {
   type Chain,
   isCredential,
   type NamedPolicy,
+  type PolicyFailure,
   runArrival,
   runRequest,
   runRequestBody,
@@ -52,34 +52,15 @@ export interface RequestJudge {
 export interface RequestJudgeOptions {
   readonly api: ApiDescription;
   readonly policies: readonly NamedPolicy[];
-  readonly logger: Logger;
+  /** Told of a policy's phase that throws: it fails its request, not the process (policy-failure.ts). */
+  readonly failed: PolicyFailure;
 }
 
 export function createRequestJudge(options: RequestJudgeOptions): RequestJudge {
-  const { api, logger } = options;
+  const { api, failed } = options;
   const { router } = api;
-  // A policy that throws fails its request, not the process (chains.ts): logged here.
-  const policyFailed = (
-    policy: string,
-    phase: string,
-    exchange: CoreExchange | undefined,
-    error: unknown,
-  ) => {
-    if (exchange) exchange.facts.policyFailed = `${policy} ${phase}`;
-    logger.error(
-      {
-        reqId: exchange?.requestId,
-        operation: exchange?.operation?.id,
-        policy,
-        phase,
-        // A policy's error may quote the request it failed on.
-        error: redactedError(error, exchange),
-      },
-      "policy failed",
-    );
-  };
-  const chains = buildChains(api.operations, options.policies, policyFailed);
-  const arrival = buildArrival(options.policies, policyFailed);
+  const chains = buildChains(api.operations, options.policies, failed);
+  const arrival = buildArrival(options.policies, failed);
   const recognizesCredential = (value: string) => isCredential(arrival, value);
   const basePathLength = api.basePath.length;
 
@@ -140,13 +121,4 @@ export function createRequestJudge(options: RequestJudgeOptions): RequestJudge {
 
 function refuse(error: GatewayError): HeadVerdict {
   return { kind: "refuse", error, closeConnection: false };
-}
-
-function redactedError(
-  error: unknown,
-  exchange: CoreExchange | undefined,
-): string | { message: string; stack: string } {
-  const redact = (text: string) => (exchange ? exchange.redact(text) : text);
-  if (!(error instanceof Error)) return redact(String(error));
-  return { message: redact(error.message), stack: redact(error.stack ?? "") };
 }

@@ -8,10 +8,12 @@ import type { Operation } from "../../src/openapi.ts";
 
 const names = (metrics: { name: string }[]) => metrics.map((metric) => metric.name).sort();
 
-test("the core registers the HTTP histograms, rejections, overhead and upstream-up, and no policy's", () => {
+test("the core registers the HTTP histograms, rejections, overhead, upstream-up and the document's, and no policy's", () => {
   const { registry } = createMetrics({ defaultMetrics: false });
   assert.deepEqual(names(registry.getMetricsAsArray()), [
     "gateway_build_info",
+    "gateway_document_info",
+    "gateway_document_reloads_total",
     "gateway_file_reads_slow",
     "gateway_overhead_seconds",
     "gateway_rejections_total",
