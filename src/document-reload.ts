@@ -46,7 +46,8 @@ export function refusalOf(
   return undefined;
 }
 
-function oneLine(difference: DocumentDifference): string {
+/** A difference as one line of a log: the operation, then what changes. */
+export function oneLine(difference: DocumentDifference): string {
   const where = difference.operation === undefined ? "" : `${difference.operation}: `;
   return `${where}${difference.message}`;
 }
@@ -77,8 +78,8 @@ export interface ReloadSetting {
   readonly build: (api: ApiDescription, identity: { number: number; sha256: string }) => DocumentVersion;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** Whether this process counts reloads (a cluster's primary counts them for its workers). */
-  readonly countsReloads: boolean;
+  /** Whether this process counts and logs reloads (a cluster's primary does, once for its workers). */
+  readonly reportsReloads: boolean;
   /** The files the running version was read from. */
   readonly source: DocumentSource;
 }
@@ -92,7 +93,7 @@ export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
   showVersion(metrics, undefined, versions.current());
 
   const count = (result: ReloadResult) => {
-    if (setting.countsReloads) metrics.documentReloads.labels(result).inc();
+    if (setting.reportsReloads) metrics.documentReloads.labels(result).inc();
   };
   const outcome = (
     result: ReloadResult,
@@ -116,20 +117,9 @@ export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
   ) => {
     count(result);
     const running = versions.current();
-    logger.error(
-      {
-        why,
-        result,
-        reason,
-        version: running.number,
-        sha256: running.sha256,
-        differences: differences.map(oneLine),
-      },
-      "document reload refused; the running version keeps serving",
-    );
+    if (setting.reportsReloads) logRefusal(logger, why, result, reason, running, differences.map(oneLine));
     return outcome(result, differences, reason);
   };
-
   /** Compiles, plans, compares and builds: everything but the swap. */
   const judge = (
     api: ApiDescription,
@@ -156,20 +146,10 @@ export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
     versions.swap(candidate.version);
     showVersion(metrics, previous, candidate.version);
     count("ok");
-    const before = new Set(previous.plan.warnings.map((warning) => warning.message));
-    logger.info(
-      {
-        why,
-        version: candidate.version.number,
-        sha256: candidate.version.sha256,
-        previous: { version: previous.number, sha256: previous.sha256 },
-        title: candidate.version.api.title,
-        documentVersion: candidate.version.api.version,
-        differences: candidate.differences.map(oneLine),
-      },
-      "document reloaded",
-    );
+    if (!setting.reportsReloads) return;
+    logReloaded(logger, why, previous, candidate.version, candidate.differences.map(oneLine));
     // What the new plan warns of that the running one did not: said once, as at start-up.
+    const before = new Set(previous.plan.warnings.map((warning) => warning.message));
     for (const { warning, message, policy, operations, fixes } of candidate.version.plan.warnings) {
       if (!before.has(message)) logger.warn({ warning, policy, operations, fixes }, message);
     }
@@ -272,4 +252,40 @@ async function closeDropped(candidate: Prepared, logger: Logger): Promise<void> 
       logger.error({ policy: name, phase: "close", error: String(error) }, "policy failed");
     }
   }
+}
+
+/** The line of a reload refused (a process alone, or a cluster's primary for all its workers). */
+export function logRefusal(
+  logger: Logger,
+  why: string,
+  result: "refused" | "error",
+  reason: string,
+  running: { readonly number: number; readonly sha256: string },
+  differences: readonly string[],
+): void {
+  logger.error(
+    { why, result, reason, version: running.number, sha256: running.sha256, differences },
+    "document reload refused; the running version keeps serving",
+  );
+}
+
+/** The line of a reload committed, with what the new version changes. */
+export function logReloaded(
+  logger: Logger,
+  why: string,
+  previous: { readonly number: number; readonly sha256: string },
+  next: { readonly number: number; readonly sha256: string; readonly api?: ApiDescription },
+  differences: readonly string[],
+): void {
+  logger.info(
+    {
+      why,
+      version: next.number,
+      sha256: next.sha256,
+      previous: { version: previous.number, sha256: previous.sha256 },
+      ...(next.api ? { title: next.api.title, documentVersion: next.api.version } : {}),
+      differences,
+    },
+    "document reloaded",
+  );
 }

@@ -16,7 +16,8 @@ import {
 import { catalogueOf, type ErrorCode, gatewayError } from "./errors.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
-import { type ApiDescription, loadDocumentVersion } from "./openapi.ts";
+import type { DocumentSource } from "./openapi/document-source.ts";
+import { type ApiDescription, compileDocumentSource, loadDocumentVersion } from "./openapi.ts";
 import { createOpsHandler, localOpsSource, reportsOf } from "./ops.ts";
 import { reclaimLeastRecentlyActive } from "./ops-connections.ts";
 import { type OpsToken, openOpsToken } from "./ops-token.ts";
@@ -45,8 +46,10 @@ export interface GatewayOptions {
    * do not read the ops token, and their handleOps answers only the probes.
    */
   readonly ops?: boolean;
-  /** Count document reloads here (default true); a cluster's primary counts them for its workers. */
-  readonly countsReloads?: boolean;
+  /** Count and log document reloads here (default true); a cluster's primary does, for its workers. */
+  readonly reportsReloads?: boolean;
+  /** The document's files, read by a cluster's primary: compiled as they are, never read again. */
+  readonly document?: DocumentSource;
 }
 
 export interface Gateway {
@@ -93,7 +96,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   const catalogue = catalogueOf(options.policies);
   const logger = options.logger ?? createLogger(config.log.level).logger;
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: true });
-  const { api, source } = loadDocumentVersion(config.openapi, { basePath: config.basePath });
+  const loadOptions = { basePath: config.basePath };
+  const { api, source } =
+    options.document === undefined
+      ? loadDocumentVersion(config.openapi, loadOptions)
+      : { api: compileDocumentSource(options.document, loadOptions), source: options.document };
   const now = options.now ?? Date.now;
   // Registered once: a metric's series outlive the version whose policies counted them.
   const instruments = new Map(
@@ -131,7 +138,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     build: (candidate, identity) => buildVersion(setting, candidate, identity),
     logger,
     metrics,
-    countsReloads: options.countsReloads ?? true,
+    reportsReloads: options.reportsReloads ?? true,
     source,
   });
   // One engine, two front doors: decision mode answers a proxy in front instead of forwarding.

@@ -11,6 +11,7 @@ import { buildGateway, type Gateway } from "./gateway.ts";
 import { listen } from "./listen.ts";
 import type { Logger, LoggerHandle } from "./logger.ts";
 import { pendingResponse } from "./node-internals.ts";
+import type { DocumentSource } from "./openapi/document-source.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
 import { shutdownOnSignals } from "./shutdown.ts";
 
@@ -35,6 +36,12 @@ export interface ServeOptions {
   readonly startupWarnings?: boolean;
   /** A cluster worker's connections come from its primary (cluster/intake.ts), not from a port of its own. */
   readonly intake?: (server: Server) => Intake;
+  /**
+   * A cluster worker's document: the files its primary read, compiled as they are. The primary
+   * reloads it for every worker at once (cluster/document-commit.ts); such a process does not
+   * watch the files, count reloads nor log them.
+   */
+  readonly document?: DocumentSource;
 }
 
 export interface Serving {
@@ -56,6 +63,7 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     logger,
     startupWarnings: options.startupWarnings ?? true,
     ops: options.ops,
+    ...(options.document === undefined ? {} : { document: options.document, reportsReloads: false }),
   });
   const intake = options.intake?.(server);
   await Promise.all([
@@ -113,7 +121,7 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
   // A cluster primary passes its SIGHUP on as a message (runWorker); one sent to a worker itself
   // reloads that worker's keys, where Node's default would end it. A worker's document is the
   // primary's to reload, for all of them at once (cluster/document-commit.ts).
-  const watch = intake === undefined ? reloadDocumentOnChange(gateway, config, logger) : undefined;
+  const watch = options.document === undefined ? reloadDocumentOnChange(gateway, config, logger) : undefined;
   process.on("SIGHUP", () => {
     void gateway.reload("SIGHUP");
     watch?.reload("SIGHUP");

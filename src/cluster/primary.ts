@@ -7,22 +7,27 @@ import cluster, { type Worker } from "node:cluster";
 import type { AddressInfo } from "node:net";
 import { availableParallelism } from "node:os";
 import { Counter, Gauge, Registry } from "prom-client";
+import { watchDocumentFiles } from "../document-watch.ts";
 import { buildOpsServer, logPlanWarnings, opsTokenOf } from "../gateway.ts";
 import { listen } from "../listen.ts";
 import type { LoggerHandle } from "../logger.ts";
-import { type ApiDescription, loadApiDescription } from "../openapi.ts";
+import { documentReloadsCounter } from "../metrics.ts";
+import { type ApiDescription, loadDocumentVersion } from "../openapi.ts";
 import { createOpsHandler, reportsOf } from "../ops.ts";
 import { planGateway } from "../plan.ts";
 import { closeAndExit, exitOnFatalError, logListening, type ProcessSetup } from "../serve.ts";
 import { shutdownOnSignals } from "../shutdown.ts";
 import { createGroupCollection, type Parts } from "./collection.ts";
 import { createDispatcher } from "./dispatch.ts";
+import { createClusterReloads } from "./document-commit.ts";
 import { READY, RELOAD, SHUTDOWN, tell, typeOf, WORKER_SETUP, type WorkerSetup } from "./protocol.ts";
 
 /** A worker that lived at least this long was not crash-looping: restart it at once. */
 const STABLE_UPTIME_MS = 10_000;
 const FIRST_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 10_000;
+/** How long every worker may take to compile a changed document before its reload is aborted. */
+const PREPARE_TIMEOUT_MS = 60_000;
 /** Workers drain on their own deadline; the primary allows them this much longer to exit. */
 const WORKER_EXIT_GRACE_MS = 2000;
 
@@ -87,9 +92,10 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   const { setup, log } = options;
   const { config } = setup;
   const { logger } = log;
-  // The document is compiled here too, so that a broken one fails once, before any worker starts;
-  // everything else (the keys, the policies) is the workers' own.
-  const api = loadApiDescription(config.openapi, { basePath: config.basePath });
+  // The document is read and compiled here, so that a broken one fails once, before any worker
+  // starts; the workers compile the bytes read here (they never read the files themselves), and
+  // everything else (the keys, the policies) is their own.
+  const { api, source } = loadDocumentVersion(config.openapi, { basePath: config.basePath });
   // What the document asks that the gateway will not do as written: said once, here, not by each
   // worker (nor again by every restarted one); a policy refusing the document fails here too.
   logPlanWarnings(
@@ -103,6 +109,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   // The primary's own series; the gateway's are the workers'.
   const registry = new Registry();
   const { workersUp, restarts } = primaryMetrics(registry);
+  // Each reload counted once here, not by each worker.
+  const documentReloads = documentReloadsCounter(registry);
 
   const slots: Slot[] = Array.from({ length: options.workers }, () => ({
     worker: undefined,
@@ -137,6 +145,24 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     beforeScrape: () => workersUp.set(slots.filter((slot) => slot.listening).length),
   });
 
+  const documents = createClusterReloads({
+    config,
+    logger,
+    reloads: documentReloads,
+    committed: source,
+    workers: () => slots.filter((slot) => slot.listening && slot.worker).map((slot) => slot.worker as Worker),
+    prepareTimeoutMs: PREPARE_TIMEOUT_MS,
+  });
+  const reloadDocument = (why: string) => {
+    void documents.reload(why).then(() => watch.watch(documents.paths()));
+  };
+  const watch = watchDocumentFiles({
+    debounceMs: config.document.reloadDebounceMs,
+    onChange: reloadDocument,
+    logger,
+  });
+  watch.watch(documents.paths());
+
   const dispatcher = createDispatcher({
     logger,
     maxConnections: config.server.maxConnections,
@@ -158,8 +184,18 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     // A message to a worker that is dying fails with EPIPE: its 'exit' tells the rest.
     worker.on("error", () => {});
     collection.listen(worker);
+    documents.listen(worker);
     worker.on("message", (message: unknown) => {
       if (typeOf(message) !== READY || slot.worker !== worker) return;
+      if (!documents.isCurrent(worker)) {
+        // It started on the version a reload replaced while it started: never let it serve.
+        logger.info(
+          { worker: worker.process.pid },
+          "worker started on a replaced document; starting a new one",
+        );
+        worker.process.kill("SIGTERM");
+        return;
+      }
       slot.listening = true;
       dispatcher.take(worker);
       logger.info({ worker: worker.process.pid }, "worker listening");
@@ -237,6 +273,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
     begin() {
       // Readiness goes false at once; each worker keeps serving through its own drain delay.
       stopping = true;
+      watch.close();
       for (const slot of slots) {
         if (slot.restartTimer) clearTimeout(slot.restartTimer);
         slot.restartTimer = undefined;
@@ -259,6 +296,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   process.on("SIGHUP", () => {
     void token?.reload("SIGHUP");
     for (const slot of live()) tell(slot.worker as Worker, { type: RELOAD });
+    reloadDocument("SIGHUP");
   });
 
   // A worker whose primary is gone stops by itself ('disconnect'); told with SIGTERM, it drains

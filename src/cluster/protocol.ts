@@ -5,6 +5,8 @@
 // carries it, plus a connection's socket.
 import type { Worker } from "node:cluster";
 import type { GatewayConfig } from "../config-schema.ts";
+import type { ReloadResult } from "../document-reload.ts";
+import type { DocumentSource } from "../openapi/document-source.ts";
 
 /** The environment variable that carries the primary's setup to a worker. */
 export const WORKER_SETUP = "PETSTORE_GATEWAY_WORKER";
@@ -20,6 +22,41 @@ export const CONNECTION = "petstore-gateway:connection";
 export const TAKEN = "petstore-gateway:taken";
 /** Worker to primary, unasked: its counts so far, kept should it die before the next scrape. */
 export const COUNTED = "petstore-gateway:counted";
+/** Worker to primary, once it listens for orders: send me the document's committed files. */
+export const DOCUMENT_WANTED = "petstore-gateway:document-wanted";
+/** Primary to worker: the committed files, which the worker compiles and serves (never reading them). */
+export const DOCUMENT = "petstore-gateway:document";
+/** Primary to worker: compile and judge these files, keep the candidate, answer DOCUMENT_PREPARED. */
+export const DOCUMENT_PREPARE = "petstore-gateway:document-prepare";
+export const DOCUMENT_PREPARED = "petstore-gateway:document-prepared";
+/** Primary to worker: the candidate of this hash serves from now on (every worker prepared it). */
+export const DOCUMENT_COMMIT = "petstore-gateway:document-commit";
+/** Primary to worker: drop the candidate of this hash (some worker could not prepare it). */
+export const DOCUMENT_ABORT = "petstore-gateway:document-abort";
+
+export interface DocumentMessage {
+  readonly type: typeof DOCUMENT;
+  readonly source: DocumentSource;
+}
+export interface DocumentPrepareMessage {
+  readonly type: typeof DOCUMENT_PREPARE;
+  readonly id: number;
+  readonly source: DocumentSource;
+  readonly why: string;
+}
+export interface DocumentPreparedMessage {
+  readonly type: typeof DOCUMENT_PREPARED;
+  readonly id: number;
+  readonly result: ReloadResult;
+  readonly reason?: string;
+  /** The differences from the running version, one line each, breaking ones first. */
+  readonly differences: readonly string[];
+}
+export interface DocumentDecisionMessage {
+  readonly type: typeof DOCUMENT_COMMIT | typeof DOCUMENT_ABORT;
+  readonly sha256: string;
+  readonly why: string;
+}
 
 /** The part of the setup that crosses to a worker (the policies are the worker's own import). */
 export interface WorkerSetup {
@@ -74,6 +111,6 @@ export function typeOf(message: unknown): unknown {
 }
 
 /** A message that may not arrive (the worker may be on its way out). */
-export function tell(worker: Worker, message: { readonly type: string }): void {
+export function tell<Message extends { readonly type: string }>(worker: Worker, message: Message): void {
   if (worker.isConnected()) worker.send(message, (error: Error | null) => void error);
 }

@@ -3,7 +3,9 @@
 // orders, and tells it what it counted every second, unasked, so that a worker killed outright
 // takes at most its last second of counts with it.
 import { validateConfig } from "../config.ts";
+import { oneLine } from "../document-reload.ts";
 import { createLogger } from "../logger.ts";
+import type { DocumentSource } from "../openapi/document-source.ts";
 import { reportsOf } from "../ops.ts";
 import type { AnyPolicyDefinition } from "../policy.ts";
 import { type Serving, serve } from "../serve.ts";
@@ -15,6 +17,16 @@ import {
   type CollectedMessage,
   type CollectMessage,
   type CountedMessage,
+  DOCUMENT,
+  DOCUMENT_ABORT,
+  DOCUMENT_COMMIT,
+  DOCUMENT_PREPARE,
+  DOCUMENT_PREPARED,
+  DOCUMENT_WANTED,
+  type DocumentDecisionMessage,
+  type DocumentMessage,
+  type DocumentPreparedMessage,
+  type DocumentPrepareMessage,
   READY,
   RELOAD,
   SHUTDOWN,
@@ -43,15 +55,31 @@ export async function runWorker(policies: readonly AnyPolicyDefinition[]): Promi
     }
     // The primary got SIGHUP.
     else if (type === RELOAD) void serving?.gateway.reload("SIGHUP");
+    else if (type === DOCUMENT) gotDocument?.((message as DocumentMessage).source);
+    else if (type === DOCUMENT_PREPARE) prepareDocument(message as DocumentPrepareMessage, serving);
+    else if (type === DOCUMENT_COMMIT) {
+      const { sha256, why } = message as DocumentDecisionMessage;
+      serving?.gateway.document.commit(sha256, why);
+    } else if (type === DOCUMENT_ABORT)
+      serving?.gateway.document.abort((message as DocumentDecisionMessage).sha256);
   });
   // The primary is gone (killed outright): stop serving rather than linger as an orphan.
   process.on("disconnect", () => {
     if (serving) serving.stop("primary gone");
     else process.exit(1);
   });
+  // The document's files as the primary committed them: a worker never reads them itself, so
+  // that it serves the version every other worker serves, however the files changed since.
+  let gotDocument: ((source: DocumentSource) => void) | undefined;
+  const document = await new Promise<DocumentSource>((resolve) => {
+    gotDocument = resolve;
+    process.send?.({ type: DOCUMENT_WANTED });
+  });
+  gotDocument = undefined;
   serving = await serve(
     { policies, config, upstreamUrl: given.upstreamUrl, environment: given.environment },
     {
+      document,
       log: createLogger(config.log.level),
       ops: false,
       startupWarnings: false,
@@ -78,6 +106,23 @@ export async function runWorker(policies: readonly AnyPolicyDefinition[]): Promi
 
 /** How often a worker tells the primary what it counted: what a worker killed outright loses at most. */
 const COUNT_INTERVAL_MS = 1000;
+
+/** Compiles and judges the primary's candidate, keeps it, and says whether it is ready to commit. */
+function prepareDocument(message: DocumentPrepareMessage, serving: Serving | undefined): void {
+  const outcome = serving?.gateway.document.prepare(message.source, message.why);
+  const reply: DocumentPreparedMessage = {
+    type: DOCUMENT_PREPARED,
+    id: message.id,
+    result: outcome?.result ?? "error",
+    ...(outcome === undefined
+      ? { reason: "the worker is still starting" }
+      : outcome.reason === undefined
+        ? {}
+        : { reason: outcome.reason }),
+    differences: (outcome?.differences ?? []).map(oneLine),
+  };
+  if (process.connected) process.send?.(reply);
+}
 
 async function answerCollect(message: CollectMessage, serving: Serving | undefined): Promise<void> {
   let reply: CollectedMessage;
