@@ -35,7 +35,13 @@ async function measure(name: string, document: Record<string, unknown>, change: 
   );
   const { logger } = createLogger("error");
   const baseline = settle();
-  const gateway = createGateway({ config, policies, upstreamUrl: "http://127.0.0.1:9/v1", environment: "production", logger });
+  const gateway = createGateway({
+    config,
+    policies,
+    upstreamUrl: "http://127.0.0.1:9/v1",
+    environment: "production",
+    logger,
+  });
   const before = settle();
   const next = structuredClone(document);
   change(next);
