@@ -10,6 +10,7 @@ import http, { type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { readDocumentSource } from "../src/openapi/document-source.ts";
 import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
 import {
   jsonAnswer,
@@ -313,5 +314,65 @@ describe("decision mode", () => {
       "the first version is closed once its decisions ended",
       () => s.gw.gateway.versions.finishing() === 0,
     );
+  });
+});
+
+describe("a cluster worker's two steps, prepare then commit or abort", () => {
+  let s: Setup;
+  before(async () => {
+    s = await setUp();
+  });
+  after(() => s.close());
+  const sentLimit = async () => {
+    assert.equal((await request(`${s.gw.url}/pets?limit=150`, { key: s.key })).status, 200);
+    return new URL(s.backend.requests.at(-1)?.url ?? "", "http://x").searchParams.get("limit");
+  };
+  const widened = (maximum: number) =>
+    edited((d) => {
+      d.paths["/pets"].get.parameters[0].schema.maximum = maximum;
+    });
+
+  test("a prepared candidate serves only once committed, and an aborted one never", async () => {
+    const { document } = s.gw.gateway;
+    s.write(widened(120));
+    const first = (await readDocumentSource(s.file)).source;
+    const prepared = document.prepare(first, "test");
+    assert.equal(prepared.result, "ok", prepared.reason);
+    assert.equal(prepared.sha256, first.sha256);
+    assert.equal(await sentLimit(), "100", "prepared, not serving yet");
+    document.abort(first.sha256);
+    assert.equal(document.commit(first.sha256, "test"), false, "nothing left to commit once aborted");
+    assert.equal(await sentLimit(), "100");
+
+    s.write(widened(150));
+    const second = (await readDocumentSource(s.file)).source;
+    assert.equal(document.prepare(second, "test").result, "ok");
+    assert.equal(document.commit(first.sha256, "test"), false, "only the candidate prepared commits");
+    assert.equal(document.commit(second.sha256, "test"), true);
+    assert.equal(await sentLimit(), "150");
+    assert.equal(document.prepare(second, "test").result, "unchanged");
+  });
+
+  test("a candidate that does not compile or breaks a client is not prepared", async () => {
+    const { document } = s.gw.gateway;
+    // JSON the primary reads, but no OpenAPI description.
+    s.write({ openapi: "3.1.0" });
+    const broken = document.prepare((await readDocumentSource(s.file)).source, "test");
+    assert.equal(broken.result, "error");
+    assert.match(broken.reason ?? "", /OpenAPI description/);
+    s.write(edited((d) => delete d.paths["/pets/{petId}"]));
+    const breaking = (await readDocumentSource(s.file)).source;
+    assert.equal(document.prepare(breaking, "test").result, "refused");
+    assert.equal(document.commit(breaking.sha256, "test"), false);
+  });
+
+  test("reloads asked for while one runs make one more, not one each", async () => {
+    s.write(widened(180));
+    const outcomes = await Promise.all([1, 2, 3].map(() => s.gw.gateway.document.reload("test")));
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.result),
+      ["ok", "unchanged", "unchanged"],
+    );
+    assert.equal(await sentLimit(), "150");
   });
 });
