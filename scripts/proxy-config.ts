@@ -5,17 +5,20 @@
 import { parseArgs } from "node:util";
 import policies from "../policies/index.ts";
 import { loadConfig } from "../src/config.ts";
+import { HAPROXY_LUA_FILE } from "../src/decision/haproxy-config.ts";
 import { contractOf, GENERATORS } from "../src/decision/proxy-config.ts";
 import { StartupError } from "../src/startup-errors.ts";
 
 const PROXIES = Object.keys(GENERATORS);
-const USAGE = `usage: proxy-config <${PROXIES.join("|")}> --decision-url URL --upstream-url URL [--listen PORT] [--timeout-ms MS]
+const USAGE = `usage: proxy-config <${PROXIES.join("|")}> --decision-url URL --upstream-url URL [--listen PORT] [--timeout-ms MS] [--lua-file PATH]
 Prints a complete config for the proxy, made from the gateway's document and config (GATEWAY_CONFIG,
 OPENAPI_FILE, API_KEYS_FILE as for npm start): the proxy asks the gateway (GATEWAY_MODE=decision) at
 --decision-url whether to let each request through, then forwards it to --upstream-url (the backend
 with its base path, as UPSTREAM_URL).
   --listen      the port the proxy listens on (default 8080)
-  --timeout-ms  how long the proxy waits for a decision before it answers 5xx (default 1000)`;
+  --timeout-ms  how long the proxy waits for a decision before it answers 5xx (default 1000)
+  --lua-file    haproxy: where its config loads deploy/haproxy/gateway-decide.lua from
+                (default ${HAPROXY_LUA_FILE})`;
 
 async function main(): Promise<number> {
   let parsed: ReturnType<typeof parse>;
@@ -57,6 +60,7 @@ async function main(): Promise<number> {
         upstreamUrl: values["upstream-url"] as string,
         listenPort: listen,
         timeoutMs,
+        ...(values["lua-file"] === undefined ? {} : { luaFile: values["lua-file"] }),
       }),
     );
     return 0;
@@ -75,6 +79,7 @@ function parse() {
       "upstream-url": { type: "string" },
       listen: { type: "string" },
       "timeout-ms": { type: "string" },
+      "lua-file": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });

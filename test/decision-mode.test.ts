@@ -131,6 +131,72 @@ describe("a gateway in decision mode", () => {
     assert.equal(answer.headers["x-gateway-upstream-uri"], "/pets?limit=1");
   });
 
+  test("Caddy's door reads the original request from X-Forwarded-Method and -Uri, and never a client's X-Original-URI", async () => {
+    const answer = await request(`${gw.origin}/decide/caddy`, {
+      key: keys.key,
+      headers: {
+        "x-forwarded-method": "GET",
+        "x-forwarded-uri": "/v1/pets?limit=1000",
+        "x-forwarded-for": "203.0.113.9",
+        "x-original-uri": "/v1/pets/7",
+      },
+    });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers["x-gateway-upstream-uri"], "/pets?limit=100");
+    assert.equal(answer.headers["x-gateway-upstream-x-consumer"], "alice");
+    assert.equal(answer.headers["x-limit-applied"], "100");
+  });
+
+  test("a proxy that sends no body gets proxy mode's 413 for a declared length over the cap", async () => {
+    for (const [door, original] of [
+      ["caddy", { "x-forwarded-method": "POST", "x-forwarded-uri": "/v1/pets" }],
+      ["haproxy", { "x-original-method": "POST", "x-original-uri": "/v1/pets" }],
+    ] as const) {
+      const answer = await request(`${gw.origin}/decide/${door}`, {
+        key: keys.key,
+        headers: {
+          ...original,
+          "x-forwarded-for": "203.0.113.9",
+          "content-type": "application/json",
+          "x-original-content-length": "70000",
+        },
+      });
+      assert.equal(answer.status, 413, door);
+      assert.equal(answer.json<{ code: string }>().code, "PAYLOAD_TOO_LARGE", door);
+    }
+  });
+
+  test("Traefik's door judges the body forwardBody sends, and allows with the owned headers under their names", async () => {
+    const headers = {
+      "x-forwarded-method": "POST",
+      "x-forwarded-uri": "/v1/pets",
+      "x-forwarded-for": "203.0.113.9",
+      // Traefik's (Go's) client sends the body of its GET chunked.
+      "transfer-encoding": "chunked",
+    };
+    const refused = await request(`${gw.origin}/decide/traefik`, {
+      key: keys.key,
+      headers,
+      body: '{"name":"Rex"}',
+    });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.json<{ code: string }>().code, "INVALID_BODY");
+    const allowed = await request(`${gw.origin}/decide/traefik`, {
+      key: keys.key,
+      headers,
+      body: '{"name":"Rex","categoryId":1}',
+    });
+    assert.equal(allowed.status, 200);
+    assert.equal(allowed.headers["x-consumer"], "alice");
+  });
+
+  test("a door's call without the original request is refused as it is, so the proxy fails closed", async () => {
+    for (const door of ["caddy", "traefik", "haproxy"]) {
+      const answer = await request(`${gw.origin}/decide/${door}`, { key: keys.key });
+      assert.equal(answer.status, 400, door);
+    }
+  });
+
   test("a request that is not a decision call gets 404, as a path of no operation does", async () => {
     const answer = await request(`${gw.origin}/v1/pets`, { key: keys.key });
     assert.equal(answer.status, 404);
@@ -219,8 +285,8 @@ describe("the proxy configs generated from the document", () => {
     ]);
     assert.equal(ok.status, 0, ok.stderr);
     assert.match(ok.stdout, /auth_request \/_gateway\/decide;/);
-    const refused = run(["haproxy", "--decision-url", "http://a", "--upstream-url", "http://b"]);
+    const refused = run(["apache", "--decision-url", "http://a", "--upstream-url", "http://b"]);
     assert.equal(refused.status, 2);
-    assert.match(refused.stderr, /must be one of nginx, envoy/);
+    assert.match(refused.stderr, /must be one of nginx, envoy, caddy, traefik, haproxy/);
   });
 });

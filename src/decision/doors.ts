@@ -1,7 +1,7 @@
 // The front doors of decision mode: one fixed endpoint per proxy, each reading the original
 // request only from what that proxy sets on every call (never guessed from the request's shape,
 // never from a header a client could send through), and answering in the form that proxy acts on.
-// A new proxy (Caddy, Traefik, HAProxy: issue 32) is one more door here and its config generator.
+// A new proxy is one more door here and its config generator.
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import type { CoreExchange } from "../pipeline/exchange.ts";
 import type { AnswerWriter } from "../pipeline/local-replies.ts";
@@ -50,38 +50,114 @@ export interface Door {
   ): OutgoingHttpHeaders;
 }
 
-const NGINX: Door = {
-  name: "nginx",
-  enter(req) {
+/** Where a door finds the original request: names the proxy's generated config (or the proxy) sets. */
+interface OriginalNames {
+  readonly method: string;
+  readonly uri: string;
+  /** The client's Content-Length and Transfer-Encoding, for a proxy that sends the decision no body. */
+  readonly contentLength?: string;
+  readonly transferEncoding?: string;
+}
+
+/**
+ * Reads the original request from headers the proxy sets on every call (overwriting any client
+ * copy), and the client's address from the last X-Forwarded-For hop, which the proxy wrote.
+ * For a proxy that sends no body, what the client declared about its body goes where the request
+ * phases read it; for one that sends the body, the call's own framing stays.
+ */
+function enterFrom(names: OriginalNames, proxy: string): Door["enter"] {
+  const listed = Object.values(names);
+  const carriesBody = names.contentLength === undefined;
+  return (req) => {
     const { headers } = req;
-    const method = headers[NGINX_ORIGINAL.method];
-    const uri = headers[NGINX_ORIGINAL.uri];
+    const method = headers[names.method];
+    const uri = headers[names.uri];
     const address = lastHop(headers["x-forwarded-for"]);
     if (typeof method !== "string" || method === "" || typeof uri !== "string" || address === undefined) {
-      return { problem: "nginx did not set X-Original-Method, X-Original-URI and X-Forwarded-For" };
+      return { problem: `${proxy} did not set ${listed.slice(0, 2).join(", ")} and X-Forwarded-For` };
     }
-    // auth_request sends no body: what the client declared goes where the request phases read it.
-    const length = headers[NGINX_ORIGINAL.contentLength];
-    const coding = headers[NGINX_ORIGINAL.transferEncoding];
-    for (const name of Object.values(NGINX_ORIGINAL)) delete headers[name];
-    delete headers["content-length"];
-    delete headers["transfer-encoding"];
-    if (typeof length === "string" && length !== "") headers["content-length"] = length;
-    if (typeof coding === "string" && coding !== "") headers["transfer-encoding"] = coding;
+    const length = names.contentLength === undefined ? undefined : headers[names.contentLength];
+    const coding = names.transferEncoding === undefined ? undefined : headers[names.transferEncoding];
+    for (const name of listed) delete headers[name];
+    if (!carriesBody) {
+      delete headers["content-length"];
+      delete headers["transfer-encoding"];
+      if (typeof length === "string" && length !== "") headers["content-length"] = length;
+      if (typeof coding === "string" && coding !== "") headers["transfer-encoding"] = coding;
+    }
     req.method = method;
     req.url = uri;
     return { clientAddress: address };
-  },
+  };
+}
+
+/** The allow answer of a proxy that reads each owned header under a name of the gateway's. */
+const prefixedAllow: Door["allowHeaders"] = (exchange, clientHeaders, owned, upstreamTarget) => {
+  const headers: OutgoingHttpHeaders = { ...clientHeaders, [UPSTREAM_URI_HEADER]: upstreamTarget };
+  for (const name of owned) {
+    const value = exchange.headers[name];
+    if (typeof value === "string") headers[`${UPSTREAM_HEADER_PREFIX}${name}`] = value;
+  }
+  return headers;
+};
+
+const NGINX: Door = {
+  name: "nginx",
+  enter: enterFrom(NGINX_ORIGINAL, "nginx"),
   readsBody: false,
   carry: carryAnswer,
+  allowHeaders: prefixedAllow,
+};
+
+/** What Caddy's forward_auth sets (X-Forwarded-Method/-Uri, header_up Set) plus the generated config's length. */
+export const CADDY_ORIGINAL = {
+  method: "x-forwarded-method",
+  uri: "x-forwarded-uri",
+  contentLength: NGINX_ORIGINAL.contentLength,
+} as const;
+
+// forward_auth turns the call into a GET without the body; a refusal is copied back as it is.
+const CADDY: Door = {
+  name: "caddy",
+  enter: enterFrom(CADDY_ORIGINAL, "Caddy"),
+  readsBody: false,
+  carry: undefined,
+  allowHeaders(exchange, clientHeaders, owned, upstreamTarget) {
+    // Caddy 2.6's rewrite expands placeholders again in a query that came from one: a brace is
+    // never left for it to read (%7B and %7D mean the same to the backend).
+    const target = upstreamTarget.replaceAll("{", "%7B").replaceAll("}", "%7D");
+    return prefixedAllow(exchange, clientHeaders, owned, target);
+  },
+};
+
+/** What Traefik's forwardAuth sets on every call (never trustForwardHeader), overwriting any client copy. */
+export const TRAEFIK_ORIGINAL = { method: "x-forwarded-method", uri: "x-forwarded-uri" } as const;
+
+// forwardBody sends the body along; a refusal is copied back verbatim; authResponseHeaders delete
+// each listed request header, then set it from the answer under its own name.
+const TRAEFIK: Door = {
+  name: "traefik",
+  enter: enterFrom(TRAEFIK_ORIGINAL, "Traefik"),
+  readsBody: true,
+  carry: undefined,
   allowHeaders(exchange, clientHeaders, owned, upstreamTarget) {
     const headers: OutgoingHttpHeaders = { ...clientHeaders, [UPSTREAM_URI_HEADER]: upstreamTarget };
     for (const name of owned) {
       const value = exchange.headers[name];
-      if (typeof value === "string") headers[`${UPSTREAM_HEADER_PREFIX}${name}`] = value;
+      if (typeof value === "string") headers[name] = value;
     }
     return headers;
   },
+};
+
+// HAProxy's generated Lua action builds the call itself, with nginx's names; it answers a refusal
+// from the decision's status, headers and body, and reads the owned headers under the prefix.
+const HAPROXY: Door = {
+  name: "haproxy",
+  enter: enterFrom(NGINX_ORIGINAL, "HAProxy"),
+  readsBody: false,
+  carry: undefined,
+  allowHeaders: prefixedAllow,
 };
 
 /** The path prefix Envoy's generated config puts before the original path (http_service.path_prefix). */
@@ -113,7 +189,9 @@ const ENVOY: Door = {
   },
 };
 
-const DOORS: ReadonlyMap<string, Door> = new Map([NGINX, ENVOY].map((door) => [door.name, door]));
+const DOORS: ReadonlyMap<string, Door> = new Map(
+  [NGINX, ENVOY, CADDY, TRAEFIK, HAPROXY].map((door) => [door.name, door]),
+);
 
 /** The proxies that have a door, for the config generator and the docs. */
 export const PROXIES: readonly string[] = [...DOORS.keys()];
@@ -131,7 +209,11 @@ export function callOf(url: string): Call {
   const query = url.indexOf("?");
   const path = query === -1 ? url : url.slice(0, query);
   if (path === NGINX_RENDER_PATH) return { kind: "render" };
-  if (path === `${DECIDE_PREFIX}nginx`) return { kind: "decide", door: NGINX };
+  if (path.startsWith(DECIDE_PREFIX) && path.indexOf("/", DECIDE_PREFIX.length) === -1) {
+    const door = DOORS.get(path.slice(DECIDE_PREFIX.length));
+    // Envoy's door is a prefix: the original path follows it.
+    if (door !== undefined && door !== ENVOY) return { kind: "decide", door };
+  }
   // Envoy's path is the prefix followed by the original path, which starts with '/'.
   if (path.startsWith(`${ENVOY_PATH_PREFIX}/`)) return { kind: "decide", door: ENVOY };
   return { kind: "none" };

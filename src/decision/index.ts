@@ -101,6 +101,11 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     if (verdict.kind === "refuse") return replies.reject(exchange, verdict.error, verdict.closeConnection);
     if (verdict.kind === "answer") return replies.answerLocally(exchange, verdict.reply);
     const { chain, upstreamTarget } = verdict;
+    // A proxy that sends no body still says how long the client declared it: over the cap, the
+    // refusal proxy mode would give.
+    if (!door.readsBody && Number(exchange.headers["content-length"]) > maxRequestBodyBytes) {
+      return replies.reject(exchange, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage));
+    }
     if (!door.readsBody || verdict.operation.requestBody === undefined) {
       return allow(exchange, chain, door, upstreamTarget);
     }

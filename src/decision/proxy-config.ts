@@ -5,16 +5,22 @@ import type { GatewayConfig } from "../config-schema.ts";
 import { createGateway } from "../gateway.ts";
 import { createLogger } from "../logger.ts";
 import type { AnyPolicyDefinition } from "../policy.ts";
+import { caddyConfig } from "./caddy-config.ts";
 import { envoyConfig } from "./envoy-config.ts";
+import { haproxyConfig } from "./haproxy-config.ts";
 import { nginxConfig } from "./nginx-config.ts";
 import { type ProxyAddresses, type ProxyContract, proxyContract } from "./proxy-contract.ts";
+import { traefikConfig } from "./traefik-config.ts";
 
-/** Each proxy with a door and a generator; Caddy, Traefik and HAProxy join here (issue 32). */
+/** Each proxy with a door and a generator. */
 export const GENERATORS: Readonly<
   Record<string, (contract: ProxyContract, addresses: ProxyAddresses) => string>
 > = {
   nginx: nginxConfig,
   envoy: envoyConfig,
+  caddy: caddyConfig,
+  traefik: traefikConfig,
+  haproxy: haproxyConfig,
 };
 
 /** The contract a gateway with this config and these policies holds a proxy to. */

@@ -29,6 +29,8 @@ export interface ProxyAddresses {
   readonly listenPort: number;
   /** How long the proxy waits for a decision before it fails closed. */
   readonly timeoutMs: number;
+  /** HAProxy: where the config loads deploy/haproxy/gateway-decide.lua from. */
+  readonly luaFile?: string;
 }
 
 // CORS's answer headers are not among those the policies declare (CORS is what exposes those).
