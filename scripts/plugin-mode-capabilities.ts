@@ -1,14 +1,14 @@
 // Writes docs/plugin-mode/capabilities.md from the plugin-mode matrix's results: runs every case
-// in proxy mode, through Debian's nginx and through the Envoy harness (nginx must be installed).
+// in proxy mode, through Debian's nginx, Caddy and HAProxy and through the Envoy and Traefik
+// harnesses (the three must be installed).
 //
 //   node scripts/plugin-mode-capabilities.ts
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { nginxSkipReason } from "../test/support/nginx.ts";
-import { capabilityPage, runMatrix } from "../test/support/plugin-matrix.ts";
+import { capabilityPage, matrixSkipReason, runMatrix } from "../test/support/plugin-matrix.ts";
 
-const skip = nginxSkipReason();
+const skip = matrixSkipReason();
 if (skip !== undefined) {
   process.stderr.write(`plugin-mode-capabilities: ${skip}\n`);
   process.exit(1);

@@ -1,6 +1,6 @@
-// The plugin-mode matrix: each case sent to the gateway in proxy mode, and to nginx (real, with
-// its generated config) and Envoy (the harness, with its generated config) in front of the
-// gateway in decision mode, all before one recording backend. What the client sees and what the
+// The plugin-mode matrix: each case sent to the gateway in proxy mode, and to nginx, Caddy and
+// HAProxy (real, each with its generated config) and Envoy and Traefik (harnesses, with their
+// generated configs) in front of the gateway in decision mode, all before one recording backend. What the client sees and what the
 // backend received must be identical to proxy mode, or the difference is stated here, with its
 // reason; the capability table (docs/plugin-mode/capabilities.md) is rendered from the results.
 
@@ -10,19 +10,40 @@ import type { AddressInfo } from "node:net";
 import policies from "../../policies/index.ts";
 import { DEPRECATED_CALL_MSG } from "../../policies/lifecycle/deprecation-report.ts";
 import { validateConfig } from "../../src/config.ts";
+import { caddyConfig } from "../../src/decision/caddy-config.ts";
 import { envoyConfig } from "../../src/decision/envoy-config.ts";
+import { haproxyConfig } from "../../src/decision/haproxy-config.ts";
 import { nginxConfig } from "../../src/decision/nginx-config.ts";
 import { contractOf } from "../../src/decision/proxy-config.ts";
+import { traefikConfig } from "../../src/decision/traefik-config.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
+import { caddySkipReason, startCaddy } from "./caddy.ts";
 import { startEnvoyHarness } from "./envoy-harness.ts";
 import { startGateway, type TestGateway } from "./gateway.ts";
+import { HAPROXY_LUA, haproxySkipReason, startHaproxy } from "./haproxy.ts";
 import { request } from "./http.ts";
 import { writeKeysFileAt } from "./keys.ts";
-import { freePort, startNginx } from "./nginx.ts";
+import { freePort, nginxSkipReason, startNginx } from "./nginx.ts";
+import { startTraefikHarness } from "./traefik-harness.ts";
 
-export type Proxy = "nginx" | "envoy";
-export const PROXIES: readonly Proxy[] = ["nginx", "envoy"];
-export const SIMULATED: ReadonlySet<Proxy> = new Set(["envoy"]);
+export type Proxy = "nginx" | "envoy" | "caddy" | "traefik" | "haproxy";
+export const PROXIES: readonly Proxy[] = ["nginx", "envoy", "caddy", "traefik", "haproxy"];
+export const SIMULATED: ReadonlySet<Proxy> = new Set(["envoy", "traefik"]);
+const TITLES: Readonly<Record<Proxy, string>> = {
+  nginx: "nginx",
+  envoy: "Envoy",
+  caddy: "Caddy",
+  traefik: "Traefik",
+  haproxy: "HAProxy",
+};
+
+/** Why the matrix cannot run here (a proxy it runs for real is missing), or undefined. */
+export function matrixSkipReason(): string | undefined {
+  return nginxSkipReason() ?? caddySkipReason() ?? haproxySkipReason();
+}
+
+/** How long the decision may take before a proxy fails closed, in every generated config. */
+const DECISION_TIMEOUT_MS = 1000;
 
 type World = "pass" | "strip" | "replace" | "down" | "slow" | "500";
 type Clock = "now" | "sunset" | "brownout";
@@ -42,6 +63,8 @@ export interface Case {
 }
 
 const PET = '{"name":"Rex","categoryId":1}';
+// An allowed spoofed call names its limit: the backend's URL then shows a spoof taking effect on
+// every proxy, Traefik included (it cannot default the limit).
 const SPOOF_URI = "/v1/pets/7?limit=1";
 
 export const CASES: readonly Case[] = [
@@ -79,7 +102,7 @@ export const CASES: readonly Case[] = [
   {
     name: "spoof-consumer",
     what: "spoofed X-Consumer on an allowed call",
-    path: "/v1/pets",
+    path: "/v1/pets?limit=5",
     key: "alice",
     headers: { "x-consumer": "mallory" },
     spoof: true,
@@ -102,7 +125,7 @@ export const CASES: readonly Case[] = [
   {
     name: "spoof-consumer-underscore",
     what: "spoofed x_consumer on an allowed call",
-    path: "/v1/pets",
+    path: "/v1/pets?limit=5",
     key: "alice",
     headers: { x_consumer: "mallory" },
     spoof: true,
@@ -110,7 +133,7 @@ export const CASES: readonly Case[] = [
   {
     name: "spoof-original-uri",
     what: "spoofed X-Original-URI on an allowed call",
-    path: "/v1/pets",
+    path: "/v1/pets?limit=5",
     key: "alice",
     headers: { "x-original-uri": SPOOF_URI },
     spoof: true,
@@ -126,7 +149,7 @@ export const CASES: readonly Case[] = [
   {
     name: "spoof-forwarded-uri",
     what: "spoofed X-Forwarded-Uri on an allowed call",
-    path: "/v1/pets",
+    path: "/v1/pets?limit=5",
     key: "alice",
     headers: { "x-forwarded-uri": SPOOF_URI },
     spoof: true,
@@ -134,7 +157,7 @@ export const CASES: readonly Case[] = [
   {
     name: "spoof-forwarded-method",
     what: "spoofed X-Forwarded-Method on an allowed call",
-    path: "/v1/pets",
+    path: "/v1/pets?limit=5",
     key: "alice",
     headers: { "x-forwarded-method": "POST" },
     spoof: true,
@@ -291,6 +314,16 @@ function ORIGIN(): string {
   return "https://shop.example";
 }
 
+const NO_BODY = (how: string) =>
+  `allowed: ${how} sends no body, so body validation is off (the backend validates)`;
+const TRAEFIK_HEADERS =
+  "allowed, without X-Request-Id, Vary or X-Limit-Applied: forwardAuth cannot add the answer's headers to the client's answer";
+const TRAEFIK_LIMIT =
+  "allowed with the limit unchanged (forwardAuth cannot rewrite the target), without X-Request-Id, Vary or X-Limit-Applied";
+
+/** Proxies that cannot add the decision's headers to the client's answer (stated per cell). */
+export const NO_CLIENT_HEADERS: ReadonlySet<Proxy> = new Set(["traefik"]);
+
 /** A proxy's cell that differs from proxy mode, and why: every such cell is stated, never silent. */
 export const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
   nginx: {
@@ -308,6 +341,48 @@ export const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> =
     "decision-down": "fails closed: Envoy answers 503 (status_on_error)",
     "decision-slow": "fails closed: Envoy answers 503 after the timeout",
     "decision-500": "fails closed: Envoy passes the decision's 500 on",
+  },
+  caddy: {
+    "body-invalid": NO_BODY("forward_auth"),
+    "body-malformed": NO_BODY("forward_auth"),
+    "decision-down": "fails closed: Caddy answers 502",
+    "decision-slow": "fails closed: Caddy answers 504 after response_header_timeout",
+    "decision-500": "fails closed: Caddy passes the decision's 500 on",
+  },
+  traefik: {
+    list: TRAEFIK_HEADERS,
+    "list-status": TRAEFIK_HEADERS,
+    create: TRAEFIK_HEADERS,
+    head: TRAEFIK_HEADERS,
+    deprecated:
+      "allowed, logged and counted once, but without Deprecation, Sunset and Link: forwardAuth cannot add the answer's headers to the client's answer",
+    "spoof-consumer": TRAEFIK_HEADERS,
+    "spoof-consumer-underscore": TRAEFIK_HEADERS,
+    "spoof-original-uri": TRAEFIK_HEADERS,
+    "spoof-forwarded-uri": TRAEFIK_HEADERS,
+    "spoof-forwarded-method": TRAEFIK_HEADERS,
+    "authorization-pass": TRAEFIK_LIMIT,
+    "authorization-strip": TRAEFIK_LIMIT,
+    "authorization-replace": TRAEFIK_LIMIT,
+    "limit-absent": TRAEFIK_LIMIT,
+    "limit-0": TRAEFIK_LIMIT,
+    "limit-1000": TRAEFIK_LIMIT,
+    "body-oversize":
+      "401 from Traefik itself, no body (forwardBody's maxBodySize), before the key is checked",
+    "cors-preflight":
+      "reaches the backend: Traefik takes the preflight's 204 as an allow (answer preflights with Traefik's headers middleware)",
+    "cors-call": `${TRAEFIK_LIMIT}, nor the CORS headers`,
+    "decision-down": "fails closed: Traefik answers 500",
+    "decision-slow":
+      "fails closed: Traefik answers 500 after its client's timeout (30 s in Traefik, not configurable; shortened in the harness)",
+    "decision-500": "fails closed: Traefik passes the decision's 500 on",
+  },
+  haproxy: {
+    "body-invalid": NO_BODY("the Lua auth-request"),
+    "body-malformed": NO_BODY("the Lua auth-request"),
+    "decision-down": "fails closed: HAProxy answers 503 (its HTTP client's own error page)",
+    "decision-slow": "fails closed: HAProxy answers 504 after the timeout",
+    "decision-500": "fails closed: HAProxy passes the decision's 500 on",
   },
 };
 
@@ -472,16 +547,41 @@ async function startWorld(
     policies,
   );
   const port = await freePort();
-  const addresses = { decisionUrl, upstreamUrl: backend.url, listenPort: port, timeoutMs: 1000 };
+  const addresses = {
+    decisionUrl,
+    upstreamUrl: backend.url,
+    listenPort: port,
+    timeoutMs: DECISION_TIMEOUT_MS,
+    luaFile: HAPROXY_LUA,
+  };
   const nginx = await startNginx(nginxConfig(contract, addresses), port);
   const envoy = await startEnvoyHarness(envoyConfig(contract, addresses));
+  const caddyPort = await freePort();
+  const caddy = await startCaddy(caddyConfig(contract, { ...addresses, listenPort: caddyPort }), caddyPort);
+  const haproxyPort = await freePort();
+  const haproxy = await startHaproxy(
+    haproxyConfig(contract, { ...addresses, listenPort: haproxyPort }),
+    haproxyPort,
+  );
+  const traefik = await startTraefikHarness(traefikConfig(contract, addresses), {
+    timeoutMs: DECISION_TIMEOUT_MS,
+  });
   return {
     proxyMode,
     decision,
-    origins: { nginx: nginx.origin, envoy: envoy.origin },
+    origins: {
+      nginx: nginx.origin,
+      envoy: envoy.origin,
+      caddy: caddy.origin,
+      traefik: traefik.origin,
+      haproxy: haproxy.origin,
+    },
     async close() {
       await nginx.stop();
       await envoy.close();
+      await caddy.stop();
+      await haproxy.stop();
+      await traefik.close();
       await proxyMode?.close();
       await decision?.close();
       await stub?.close();
@@ -621,18 +721,20 @@ export function capabilityPage(rows: readonly Row[]): string {
     "proxy in front of the gateway in decision mode with the config `npm run proxy-config` generates, all before one",
     "recording backend. **same**: the client saw the same status, Error body and headers, the backend received the same",
     "method, path, query, consumer and Authorization, and the gateway wrote the same access and deprecated-call lines.",
-    "Every other cell says what differs and why. nginx is Debian's, run for real; Envoy's cells come from a harness that",
-    "acts on the generated Envoy config as Envoy's HTTP ext_authz client does (**simulated**): that config is not claimed",
-    "to be tested against a running Envoy.",
+    "Every other cell says what differs and why. nginx, Caddy and HAProxy are Debian's, run for real; Envoy's and",
+    "Traefik's cells come from harnesses that act on the generated config as Envoy's HTTP ext_authz client and Traefik's",
+    "forwardAuth do (**simulated**): those configs are not claimed to be tested against a running Envoy or Traefik.",
     "",
     `${rows.length} cases × ${PROXIES.length} proxies: ${PROXIES.map((proxy) => `${proxy} ${identical(proxy)} same, ${rows.length - identical(proxy)} stated`).join("; ")}.`,
     "",
-    "| case | proxy mode | nginx | Envoy |",
-    "|---|---|---|---|",
+    `| case | proxy mode | ${PROXIES.map((proxy) => TITLES[proxy]).join(" | ")} |`,
+    `|---|---|${PROXIES.map(() => "---").join("|")}|`,
   ];
   for (const row of rows) {
     const reference = row.reference ? String(row.reference.status) : "—";
-    lines.push(`| ${row.case.what} | ${reference} | ${cell(row, "nginx")} | ${cell(row, "envoy")} |`);
+    lines.push(
+      `| ${row.case.what} | ${reference} | ${PROXIES.map((proxy) => cell(row, proxy)).join(" | ")} |`,
+    );
   }
   lines.push("");
   return lines.join("\n");
