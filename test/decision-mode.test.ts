@@ -8,11 +8,14 @@ import { after, before, describe, test } from "node:test";
 import { parse } from "yaml";
 import policies from "../policies/index.ts";
 import { validateConfig } from "../src/config.ts";
+import { caddyConfig } from "../src/decision/caddy-config.ts";
 import { CARRIED_ANSWER_HEADER } from "../src/decision/carried-answer.ts";
 import { envoyConfig } from "../src/decision/envoy-config.ts";
+import { haproxyConfig } from "../src/decision/haproxy-config.ts";
 import { nginxConfig } from "../src/decision/nginx-config.ts";
 import { contractOf } from "../src/decision/proxy-config.ts";
 import type { ProxyContract } from "../src/decision/proxy-contract.ts";
+import { traefikConfig } from "../src/decision/traefik-config.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { type KeysFile, writeKeysFile } from "./support/keys.ts";
@@ -265,6 +268,45 @@ describe("the proxy configs generated from the document", () => {
       envoyConfig(contract, shown),
       "regenerate the Envoy block of docs/plugin-mode.md",
     );
+  });
+
+  test("docs/plugin-mode/<proxy>.md shows the config the generator makes for the Pet Store document, and the Lua it loads", () => {
+    const shown = { ...ADDRESSES, decisionUrl: "http://gateway:9000" };
+    const block = (page: string, language: string) => page.split(`\`\`\`${language}\n`)[1]?.split("```\n")[0];
+    const read = (path: string) => readFileSync(join(PROJECT_ROOT, path), "utf8");
+    for (const [proxy, language, generate] of [
+      ["caddy", "caddyfile", caddyConfig],
+      ["traefik", "yaml", traefikConfig],
+      ["haproxy", "haproxy", haproxyConfig],
+    ] as const) {
+      const page = read(`docs/plugin-mode/${proxy}.md`);
+      assert.equal(
+        block(page, language),
+        generate(contract, shown),
+        `regenerate docs/plugin-mode/${proxy}.md`,
+      );
+    }
+    assert.equal(
+      block(read("docs/plugin-mode/haproxy.md"), "lua"),
+      read("deploy/haproxy/gateway-decide.lua"),
+      "copy deploy/haproxy/gateway-decide.lua into docs/plugin-mode/haproxy.md",
+    );
+  });
+
+  test("Caddy, Traefik and HAProxy delete every owned header before the decision and fail closed", () => {
+    const caddy = caddyConfig(contract, ADDRESSES);
+    const stripped = caddy.slice(0, caddy.indexOf("reverse_proxy"));
+    assert.match(stripped, /request_header -X-Consumer\n/);
+    assert.match(caddy, /@allowed status 200\n/);
+    assert.match(caddy, /rewrite \* \/v1\{rp\.header\.X-Gateway-Upstream-Uri\}\?\n/);
+    const traefik = parse(traefikConfig(contract, ADDRESSES)).http.middlewares["gateway-decide"].forwardAuth;
+    assert.equal(traefik.trustForwardHeader, false);
+    assert.deepEqual(traefik.authResponseHeaders, ["X-Consumer", "Authorization", "X-Request-Id"]);
+    assert.equal(traefik.maxBodySize, contract.maxRequestBodyBytes + 1);
+    const haproxy = haproxyConfig(contract, ADDRESSES);
+    assert.ok(haproxy.indexOf("del-header x-consumer") < haproxy.indexOf("lua.gateway_decide"));
+    assert.match(haproxy, /http-request deny deny_status 500 unless \{ var\(txn\.gw_allowed\) -m bool \}/);
+    assert.match(haproxy, /lua-load \/etc\/haproxy\/gateway-decide\.lua/);
   });
 
   test("npm run proxy-config prints nginx's config for the document, and refuses a proxy it has no door for", () => {
