@@ -1,8 +1,8 @@
 // The coverage gate: line coverage per directory of src/ and policies/, read from the lcov file
 // `npm run test:coverage` writes, against the floors in test/coverage-floors.json. A directory
 // below its floor fails; so does one with no floor (a new directory states its own). Floors only
-// rise: `--raise` writes today's figures, rounded down to half a point (the margin for a line a
-// race runs on one run and not the next), where they are above the floor.
+// rise: `--raise` writes today's figures less half a point, rounded down to half a point (the
+// margin for lines a race runs on one run and not the next), where they are above the floor.
 //   node scripts/coverage-gate.ts coverage/lcov.info [--raise]
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -65,7 +65,7 @@ function main(args: readonly string[]): number {
   const floors = JSON.parse(readFileSync(FLOORS_FILE, "utf8")) as Record<string, number>;
   if (flag === "--raise") {
     for (const entry of directories) {
-      const today = Math.floor(percent(entry) * 2) / 2;
+      const today = Math.floor((percent(entry) - 0.5) * 2) / 2;
       floors[entry.directory] = Math.max(floors[entry.directory] ?? 0, today);
     }
     const sorted = Object.fromEntries(Object.entries(floors).sort(([a], [b]) => a.localeCompare(b)));
