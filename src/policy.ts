@@ -36,6 +36,13 @@ export interface Exchange {
   readonly query: ReadonlyMap<string, string>;
   /** The authenticated caller's name (never the key). */
   readonly consumer: string | undefined;
+  /**
+   * The request's W3C trace id (32 hex digits) when it has a trace context: the client's valid
+   * traceparent, or the gateway's own span when it exports traces. For a log line to name it.
+   */
+  readonly traceId: string | undefined;
+  /** The span the request is logged under (16 hex digits): the gateway's server span, else the client's. */
+  readonly spanId: string | undefined;
   /** The raw request body, for operations that declare one (from onRequestBody on). */
   readonly body: Buffer | undefined;
   /** Headers added to whatever answer the client receives: a policy adds its own. */

@@ -97,6 +97,8 @@ export function deprecationPhases(deprecation: Deprecation, setting: Deprecation
           userAgent,
           clientAddress: exchange.clientAddress,
           reqId: exchange.requestId,
+          trace_id: exchange.traceId,
+          span_id: exchange.spanId,
           outcome,
           sunset: sunsetIso,
         },

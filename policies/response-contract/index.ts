@@ -230,6 +230,8 @@ export default definePolicy<ResponseContractOptions, ContractMetrics>({
         logger.warn(
           {
             reqId: exchange.requestId,
+            trace_id: exchange.traceId,
+            span_id: exchange.spanId,
             operation,
             upstreamStatus: status,
             rule: violation.rule,

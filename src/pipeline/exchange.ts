@@ -24,6 +24,8 @@ export interface CoreExchange extends Exchange {
   /** Set when a policy changed the query: the core then serialises it for the backend. */
   queryChanged: boolean;
   consumer: string | undefined;
+  traceId: string | undefined;
+  spanId: string | undefined;
   body: Buffer | undefined;
   rejection: GatewayError | undefined;
   upstreamStartedAt: number;
@@ -62,6 +64,8 @@ class RequestExchange implements CoreExchange {
   readonly query = new Map<string, string>();
   queryChanged = false;
   consumer: string | undefined = undefined;
+  traceId: string | undefined = undefined;
+  spanId: string | undefined = undefined;
   body: Buffer | undefined = undefined;
   readonly responseHeaders: Record<string, string> = {};
   readonly notes: Record<string, string | number | boolean> = {};

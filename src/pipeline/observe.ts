@@ -61,6 +61,8 @@ export function createObserve(
         upstreamMs: upstreamMs === undefined ? undefined : round(upstreamMs),
         upstreamStatus: exchange.upstreamStatus || undefined,
         consumer: exchange.consumer,
+        trace_id: exchange.traceId,
+        span_id: exchange.spanId,
         code: rejection?.code,
         reason: rejection?.reason,
         ...exchange.facts,

@@ -62,6 +62,8 @@ export const CORE_REQUEST_HEADERS: readonly string[] = [
   "x-forwarded-for",
   "x-forwarded-proto",
   "x-forwarded-host",
+  "traceparent",
+  "tracestate",
 ];
 
 const NONE: ReadonlySet<string> = new Set();

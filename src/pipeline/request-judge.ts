@@ -23,6 +23,7 @@ import {
 import { type CoreExchange, newExchange } from "./exchange.ts";
 import { dropUnusualHeaders } from "./request-headers.ts";
 import { clientRequestId, isCredentialAsId } from "./request-id.ts";
+import { judgeTraceContext } from "./trace-headers.ts";
 
 /** What the request side decided of a request's head (its body, if any, is still unread). */
 export type HeadVerdict =
@@ -79,6 +80,7 @@ export function createRequestJudge(options: RequestJudgeOptions): RequestJudge {
       );
       // Replacing a known key tells the client it is one: the operator sees that somebody tried.
       if (credentialAsId) exchange.facts.requestIdReplaced = "credential";
+      judgeTraceContext(exchange);
       return exchange;
     },
 
