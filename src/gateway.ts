@@ -27,6 +27,7 @@ import { logPolicyFailure } from "./pipeline/policy-failure.ts";
 import { watchSends } from "./pipeline/send-watchdog.ts";
 import type { GatewayPlan } from "./plan.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
+import { createTracing, type TracingSettings } from "./tracing/index.ts";
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -50,6 +51,8 @@ export interface GatewayOptions {
   readonly reportsReloads?: boolean;
   /** The document's files, read by a cluster's primary: compiled as they are, never read again. */
   readonly document?: DocumentSource;
+  /** Export spans over OTLP (tracingSettings() of the OTEL_* variables); proxy mode only. */
+  readonly tracing?: TracingSettings | undefined;
 }
 
 export interface Gateway {
@@ -141,6 +144,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     reportsReloads: options.reportsReloads ?? true,
     source,
   });
+  const tracing =
+    options.tracing === undefined || config.mode === "decision"
+      ? undefined
+      : createTracing(options.tracing, {
+          dropped: metrics.traceSpansDropped,
+          upstreamUrl: options.upstreamUrl,
+        });
   // One engine, two front doors: decision mode answers a proxy in front instead of forwarding.
   const pipeline = (config.mode === "decision" ? createDecisionPipeline : createPipeline)({
     config,
@@ -148,6 +158,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     metrics,
     logger,
     upstreamUrl: options.upstreamUrl,
+    tracing,
   });
   let draining = false;
   const isReady = () => !draining;
@@ -205,7 +216,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     async close() {
       pipeline.close();
-      await Promise.all([token?.close(), versions.close()]);
+      // The spans of the last requests go out, within the shutdown's own deadline.
+      await Promise.all([
+        token?.close(),
+        versions.close(),
+        tracing?.shutdown(config.server.shutdownTimeoutMs),
+      ]);
     },
   };
 }

@@ -13,12 +13,15 @@ import type { ApiDescription } from "./openapi.ts";
 import { optionsOf } from "./policy.ts";
 import { logListening, type ProcessSetup, serve } from "./serve.ts";
 import { StartupError } from "./startup-errors.ts";
+import { tracingSettings } from "./tracing/settings.ts";
 import { chooseUpstream, type UpstreamChoice } from "./upstream-choice.ts";
 
 async function main(): Promise<void> {
   // A worker gets its whole setup from the primary, the demo backend's address included.
   if (cluster.isWorker) return runWorker(policies);
   let config = loadConfig({ policies });
+  // Refused here, before any worker starts: an OTEL_* variable the gateway cannot honour (gRPC).
+  tracingSettings(process.env);
   // In decision mode the proxy in front forwards: there is no upstream, and no demo to front.
   const choice: UpstreamChoice =
     config.mode === "decision"

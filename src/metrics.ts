@@ -53,6 +53,8 @@ export interface Metrics {
   /** An answer the gateway gave itself instead of the backend's. */
   observeRejection(operation: string, reason: string, code: string): void;
   readonly upstreamUp: Gauge;
+  /** Spans the trace export lost: its queue full, or a batch the collector did not take (src/tracing/). */
+  readonly traceSpansDropped: Counter;
   /** Reloads of the document, by result (document-reload.ts). */
   readonly documentReloads: Counter<"result">;
   /** 1 for the document serving: its info.version and the SHA-256 of its files. */
@@ -181,6 +183,11 @@ export function createMetrics(options: MetricsOptions): Metrics {
     observeRejection(operation, reason, code) {
       rejectionChild(operation)(reason)(code).inc();
     },
+    traceSpansDropped: new Counter({
+      name: "gateway_trace_spans_dropped_total",
+      help: "Spans the gateway made and no collector got: its export queue was full, or the collector refused or never answered a batch (0 while tracing is off)",
+      registers,
+    }),
     upstreamUp: new Gauge({
       name: "gateway_upstream_up",
       help: "1 when the last attempt to reach the backend connected, 0 when it failed (or none was made yet): a request's, or without traffic the connect probe (at start-up and every upstream.probeIntervalMs)",

@@ -14,6 +14,7 @@ import { pendingResponse } from "./node-internals.ts";
 import type { DocumentSource } from "./openapi/document-source.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
 import { shutdownOnSignals } from "./shutdown.ts";
+import { tracingSettings } from "./tracing/settings.ts";
 
 /** What a serving process needs: the policies, the validated config and the backend it fronts. */
 export interface ProcessSetup {
@@ -61,6 +62,8 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     upstreamUrl: setup.upstreamUrl,
     environment: setup.environment,
     logger,
+    // Each process (a cluster's workers too) exports its own spans.
+    tracing: tracingSettings(process.env),
     startupWarnings: options.startupWarnings ?? true,
     ops: options.ops,
     ...(options.document === undefined ? {} : { document: options.document, reportsReloads: false }),

@@ -7,6 +7,7 @@ import type { GatewayError } from "../errors.ts";
 import type { Operation } from "../openapi.ts";
 import type { Exchange } from "../policy.ts";
 import { credentialsOf, type KeyRecognizer, redactKeys } from "../redaction.ts";
+import type { ExchangeSpans } from "../tracing/index.ts";
 import type { HeldBody } from "./held-body.ts";
 
 /** The exchange as the core holds it: the policies' view plus the core's own bookkeeping. */
@@ -26,6 +27,8 @@ export interface CoreExchange extends Exchange {
   consumer: string | undefined;
   traceId: string | undefined;
   spanId: string | undefined;
+  /** The request's spans, when the gateway exports traces (src/tracing/). */
+  spans: ExchangeSpans | undefined;
   body: Buffer | undefined;
   rejection: GatewayError | undefined;
   upstreamStartedAt: number;
@@ -66,6 +69,7 @@ class RequestExchange implements CoreExchange {
   consumer: string | undefined = undefined;
   traceId: string | undefined = undefined;
   spanId: string | undefined = undefined;
+  spans: ExchangeSpans | undefined = undefined;
   body: Buffer | undefined = undefined;
   readonly responseHeaders: Record<string, string> = {};
   readonly notes: Record<string, string | number | boolean> = {};

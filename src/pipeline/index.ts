@@ -10,6 +10,7 @@ import { type DocumentVersions, versionOf } from "../document-version.ts";
 import { type GatewayError, gatewayError } from "../errors.ts";
 import type { Metrics } from "../metrics.ts";
 import { createUpstream, type Upstream } from "../proxy.ts";
+import type { Tracing } from "../tracing/index.ts";
 import { trustedProxies } from "../trusted-proxies.ts";
 import { createAnswerBudget } from "./answer-budget.ts";
 import { createBasePathHint } from "./base-path-hint.ts";
@@ -32,6 +33,8 @@ export interface PipelineOptions {
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly upstreamUrl: string;
+  /** Spans of each request, when the gateway exports traces. */
+  readonly tracing?: Tracing | undefined;
 }
 
 export interface Pipeline {
@@ -60,7 +63,7 @@ export interface Pipeline {
 const GATEWAY_BUSY = gatewayError("GATEWAY_BUSY", undefined, { "retry-after": "1" });
 
 export function createPipeline(options: PipelineOptions): Pipeline {
-  const { config, versions, metrics, logger } = options;
+  const { config, versions, metrics, logger, tracing } = options;
   // Every live version's chains, by operation: the answer's steps find a request's chain by its operation.
   const { chains } = versions;
   const isTrustedProxy = trustedProxies(config.server.trustedProxies);
@@ -93,6 +96,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       versions.leave(exchange.version);
     },
     versions.statusLabel,
+    tracing,
   );
   const upstream: Upstream = createUpstream(options.upstreamUrl, config.upstream, {
     onResponse: answers.onResponse,
@@ -123,6 +127,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     const version = versions.enter();
     const exchange = version.judge.open(req, res, clientAddressOf(req, isTrustedProxy));
     exchange.version = version;
+    if (tracing !== undefined) tracing.startServer(exchange);
     res.once("close", onResponseClose);
     req.on("error", ignoreClientError);
     res.on("error", ignoreClientError);
@@ -145,6 +150,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       if (budget.isFull()) return reject(exchange, GATEWAY_BUSY);
       budget.reserve(exchange);
     }
+    if (tracing !== undefined) tracing.startClient(exchange);
     forward(exchange, chain, exchange.body, upstream, isTrustedProxy);
   }
 

@@ -5,6 +5,7 @@ import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { flatLineLogger } from "../logger.ts";
 import { type Metrics, type StatusLabels, statusLabel, UNMATCHED } from "../metrics.ts";
+import type { Tracing } from "../tracing/index.ts";
 import { loggedPath } from "../untrusted-text.ts";
 import type { CoreExchange } from "./exchange.ts";
 import { exchangeOf } from "./exchange.ts";
@@ -18,6 +19,7 @@ export function createObserve(
   answerClosed: (exchange: CoreExchange) => void,
   /** The label of a status the backend gave (bounded: see createStatusLabels). */
   backendStatusLabel: StatusLabels,
+  tracing?: Tracing,
 ): (this: ServerResponse) => void {
   const accessLog = flatLineLogger(logger);
 
@@ -88,6 +90,7 @@ export function createObserve(
       else status = this.headersSent && exchange.facts.upstreamFault !== undefined ? 502 : 499;
     }
     observe(exchange, status);
+    if (tracing !== undefined) tracing.end(exchange, status);
   };
 }
 

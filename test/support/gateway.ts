@@ -7,6 +7,7 @@ import type { GatewayConfig } from "../../src/config-schema.ts";
 import { buildGateway, type Gateway } from "../../src/gateway.ts";
 import { createLogger } from "../../src/logger.ts";
 import type { AnyPolicyDefinition } from "../../src/policy.ts";
+import type { TracingSettings } from "../../src/tracing/index.ts";
 import { LogCapture } from "./log-capture.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./processes.ts";
 
@@ -29,6 +30,8 @@ export interface StartGatewayOptions {
   readonly policies?: readonly AnyPolicyDefinition[];
   readonly environment?: string;
   readonly now?: () => number;
+  /** Export spans (as OTEL_* variables would set it). */
+  readonly tracing?: TracingSettings;
 }
 
 export async function startGateway(options: StartGatewayOptions): Promise<TestGateway> {
@@ -43,6 +46,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<TestGa
     environment: options.environment ?? "production",
     logger,
     ...(options.now ? { now: options.now } : {}),
+    ...(options.tracing ? { tracing: options.tracing } : {}),
   });
   built.server.listen(0, "127.0.0.1");
   built.opsServer.listen(0, "127.0.0.1");

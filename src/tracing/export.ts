@@ -1,0 +1,93 @@
+// The export leg: the SDK's batch processor behind a bounded queue, off the request's path, with
+// every span it loses counted. The batch processor drops silently (a full queue, a batch the
+// collector refused or never answered): the wrapper counts what went in and what came out.
+import type { Context } from "@opentelemetry/api";
+import { type ExportResult, ExportResultCode } from "@opentelemetry/core";
+import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPTraceExporter as ProtobufExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import {
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type Span,
+  type SpanExporter,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace";
+import type { Counter } from "prom-client";
+import type { TracingSettings } from "./settings.ts";
+
+/** Spans waiting for export: past it, a span is dropped (and counted) rather than held. */
+export const MAX_QUEUED_SPANS = 2048;
+const MAX_BATCH = 512;
+const EXPORT_DELAY_MS = 1000;
+/** How long one batch may take to reach the collector before it counts as lost. */
+const EXPORT_TIMEOUT_MS = 10_000;
+const SAMPLED = 1;
+
+export interface ExportOptions {
+  readonly dropped: Counter;
+  readonly maxQueuedSpans?: number;
+  readonly exportDelayMs?: number;
+}
+
+export function exportingProcessor(settings: TracingSettings, options: ExportOptions): SpanProcessor {
+  const config = { url: settings.url, headers: { ...settings.headers }, timeoutMillis: EXPORT_TIMEOUT_MS };
+  const exporter =
+    settings.protocol === "http/json" ? new JsonExporter(config) : new ProtobufExporter(config);
+  return new CountingProcessor(exporter, options);
+}
+
+class CountingProcessor implements SpanProcessor {
+  /** Spans handed to the batch processor and not yet to the exporter: its queue's length. */
+  private queued = 0;
+  private closed = false;
+  private readonly batch: BatchSpanProcessor;
+  private readonly dropped: Counter;
+  private readonly maxQueued: number;
+
+  constructor(exporter: SpanExporter, options: ExportOptions) {
+    this.dropped = options.dropped;
+    this.maxQueued = options.maxQueuedSpans ?? MAX_QUEUED_SPANS;
+    const counting: SpanExporter = {
+      export: (spans: ReadableSpan[], done: (result: ExportResult) => void) => {
+        this.queued -= spans.length;
+        exporter.export(spans, (result) => {
+          if (result.code !== ExportResultCode.SUCCESS) this.dropped.inc(spans.length);
+          done(result);
+        });
+      },
+      shutdown: () => exporter.shutdown(),
+      forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+    };
+    this.batch = new BatchSpanProcessor({
+      exporter: counting,
+      maxQueueSize: this.maxQueued,
+      maxExportBatchSize: Math.min(MAX_BATCH, this.maxQueued),
+      scheduledDelayMillis: options.exportDelayMs ?? EXPORT_DELAY_MS,
+      exportTimeoutMillis: EXPORT_TIMEOUT_MS,
+    });
+  }
+
+  onStart(span: Span, parentContext: Context): void {
+    this.batch.onStart(span, parentContext);
+  }
+
+  onEnd(span: ReadableSpan): void {
+    if (this.closed || (span.spanContext().traceFlags & SAMPLED) === 0) return;
+    // What the batch processor does with a full queue, counted.
+    if (this.queued >= this.maxQueued) {
+      this.dropped.inc();
+      return;
+    }
+    this.queued++;
+    this.batch.onEnd(span);
+  }
+
+  forceFlush(): Promise<void> {
+    return this.batch.forceFlush();
+  }
+
+  shutdown(): Promise<void> {
+    this.closed = true;
+    return this.batch.shutdown();
+  }
+}

@@ -1,0 +1,252 @@
+// OpenTelemetry tracing of the proxy door: a server span per request and a client span around the
+// backend call, exported over OTLP/HTTP by the SDK (no auto-instrumentation: the gateway starts
+// and ends its spans where its own pipeline knows the facts). All of it is off, and costs one
+// check per request, unless an endpoint is set (settings.ts).
+import {
+  type Attributes,
+  createTraceState,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanContext,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from "@opentelemetry/api";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  ParentBasedSampler,
+  type Sampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
+import {
+  ATTR_CLIENT_ADDRESS,
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_SERVICE_NAME,
+  ATTR_URL_FULL,
+  ATTR_URL_PATH,
+  ATTR_URL_QUERY,
+} from "@opentelemetry/semantic-conventions";
+import type { Counter } from "prom-client";
+import type { CoreExchange } from "../pipeline/exchange.ts";
+import { loggedPath } from "../untrusted-text.ts";
+import { exportingProcessor } from "./export.ts";
+import type { SamplerSetting, TracingSettings } from "./settings.ts";
+
+export { type TracingSettings, tracingSettings } from "./settings.ts";
+
+/** A request's spans, carried by its exchange. */
+export interface ExchangeSpans {
+  readonly server: Span;
+  client: Span | undefined;
+}
+
+export interface Tracing {
+  /** The server span of a request just opened: its ids become the exchange's traceId and spanId. */
+  startServer(exchange: CoreExchange): void;
+  /** The client span of the backend call, whose traceparent the backend gets. */
+  startClient(exchange: CoreExchange): void;
+  /** Both spans ended, with the request's facts, once its answer is out (observe). */
+  end(exchange: CoreExchange, status: number): void;
+  /** Exports what is queued, within timeoutMs; never rejects. */
+  shutdown(timeoutMs: number): Promise<void>;
+}
+
+export interface TracingOptions {
+  readonly dropped: Counter;
+  /** The backend's URL, for the client span's server.address and url.full. */
+  readonly upstreamUrl: string;
+  readonly maxQueuedSpans?: number;
+  readonly exportDelayMs?: number;
+}
+
+const TRACER_NAME = "petstore-gateway";
+const NOTE_PREFIX = "gateway.note.";
+const MAX_ATTRIBUTE_CHARS = 256;
+
+export function createTracing(settings: TracingSettings, options: TracingOptions): Tracing {
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({
+      ...settings.resourceAttributes,
+      [ATTR_SERVICE_NAME]: settings.serviceName,
+    }),
+    sampler: samplerOf(settings.sampler),
+    spanProcessors: [exportingProcessor(settings, options)],
+  });
+  const tracer: Tracer = provider.getTracer(TRACER_NAME);
+  const upstream = upstreamFacts(options.upstreamUrl);
+
+  return {
+    startServer(exchange) {
+      const method = exchange.method;
+      const server = tracer.startSpan(
+        method,
+        { kind: SpanKind.SERVER, attributes: { [ATTR_HTTP_REQUEST_METHOD]: method } },
+        parentOf(exchange),
+      );
+      exchange.spans = { server, client: undefined };
+      const context = server.spanContext();
+      exchange.traceId = context.traceId;
+      exchange.spanId = context.spanId;
+    },
+
+    startClient(exchange) {
+      const spans = exchange.spans;
+      if (spans === undefined) return;
+      const method = exchange.method;
+      const client = tracer.startSpan(
+        method,
+        {
+          kind: SpanKind.CLIENT,
+          attributes: {
+            [ATTR_HTTP_REQUEST_METHOD]: method,
+            [ATTR_SERVER_ADDRESS]: upstream.address,
+            [ATTR_SERVER_PORT]: upstream.port,
+            [ATTR_URL_FULL]: `${upstream.origin}${upstream.basePath}${loggedPath(exchange.req.url ?? "", exchange)}`,
+          },
+        },
+        trace.setSpan(ROOT_CONTEXT, spans.server),
+      );
+      spans.client = client;
+      // The backend's parent is the gateway's client span; the client's tracestate goes on as it was.
+      exchange.req.headers.traceparent = traceparentOf(client.spanContext());
+    },
+
+    end(exchange, status) {
+      const spans = exchange.spans;
+      if (spans === undefined) return;
+      const { server, client } = spans;
+      if (client !== undefined) {
+        const fault = exchange.facts.upstreamFault;
+        if (exchange.upstreamStatus !== 0)
+          client.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, exchange.upstreamStatus);
+        if (fault !== undefined || exchange.upstreamStatus >= 500) {
+          client.setAttribute(
+            ATTR_ERROR_TYPE,
+            fault !== undefined ? String(fault) : String(exchange.upstreamStatus),
+          );
+          client.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        client.end(exchange.upstreamEndedAt !== 0 ? exchange.upstreamEndedAt : undefined);
+      }
+      server.setAttributes(serverAttributes(exchange, status));
+      const route =
+        exchange.operation && exchange.version
+          ? exchange.version.api.basePath + exchange.operation.path
+          : undefined;
+      if (route !== undefined) server.updateName(`${exchange.method} ${route}`);
+      if (status >= 500) server.setStatus({ code: SpanStatusCode.ERROR });
+      server.end();
+    },
+
+    async shutdown(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+        timer.unref();
+      });
+      await Promise.race([provider.shutdown().catch(() => {}), late]);
+      clearTimeout(timer);
+    },
+  };
+}
+
+function serverAttributes(exchange: CoreExchange, status: number): Attributes {
+  const logged = loggedPath(exchange.url, exchange);
+  const query = logged.indexOf("?");
+  const attributes: Attributes = {
+    [ATTR_URL_PATH]: query === -1 ? logged : logged.slice(0, query),
+    [ATTR_HTTP_RESPONSE_STATUS_CODE]: status,
+    [ATTR_CLIENT_ADDRESS]: exchange.clientAddress,
+  };
+  if (query !== -1) attributes[ATTR_URL_QUERY] = logged.slice(query + 1);
+  const host = exchange.headers.host;
+  if (host !== undefined) attributes[ATTR_SERVER_ADDRESS] = cut(exchange.redact(hostOf(host)));
+  const { operation, rejection } = exchange;
+  if (operation !== undefined) {
+    if (exchange.version !== undefined)
+      attributes[ATTR_HTTP_ROUTE] = exchange.version.api.basePath + operation.path;
+    attributes["gateway.operation_id"] = operation.id;
+    if (operation.deprecated) attributes["gateway.deprecated"] = true;
+  }
+  if (exchange.consumer !== undefined) attributes["gateway.consumer"] = exchange.consumer;
+  if (rejection !== undefined) {
+    attributes["gateway.refusal.code"] = rejection.code;
+    attributes["gateway.refusal.reason"] = rejection.reason;
+  }
+  if (status >= 500) attributes[ATTR_ERROR_TYPE] = rejection?.code ?? String(status);
+  // The policies' notes, as the access line has them (the limit applied, the contract's verdict).
+  for (const name in exchange.notes) {
+    const value = exchange.notes[name] as string | number | boolean;
+    attributes[NOTE_PREFIX + name] = typeof value === "string" ? cut(value) : value;
+  }
+  for (const name in exchange.facts) {
+    const value = exchange.facts[name] as string | number | boolean;
+    attributes[`gateway.${name}`] = typeof value === "string" ? cut(value) : value;
+  }
+  return attributes;
+}
+
+// The client's valid traceparent (request-judge.ts judged it), as the remote parent.
+function parentOf(exchange: CoreExchange) {
+  const header = exchange.req.headers.traceparent;
+  if (exchange.traceId === undefined || exchange.spanId === undefined || typeof header !== "string") {
+    return ROOT_CONTEXT;
+  }
+  const state = exchange.req.headers.tracestate;
+  const parent: SpanContext = {
+    traceId: exchange.traceId,
+    spanId: exchange.spanId,
+    traceFlags: Number.parseInt(header.slice(53, 55), 16) & 0xff,
+    isRemote: true,
+    ...(typeof state === "string" ? { traceState: createTraceState(state) } : {}),
+  };
+  return trace.setSpanContext(ROOT_CONTEXT, parent);
+}
+
+function traceparentOf(context: SpanContext): string {
+  return `00-${context.traceId}-${context.spanId}-${(context.traceFlags & 0xff).toString(16).padStart(2, "0")}`;
+}
+
+function samplerOf(setting: SamplerSetting): Sampler {
+  switch (setting.kind) {
+    case "always_on":
+      return new AlwaysOnSampler();
+    case "always_off":
+      return new AlwaysOffSampler();
+    case "traceidratio":
+      return new TraceIdRatioBasedSampler(setting.ratio);
+    case "parentbased":
+      return new ParentBasedSampler({ root: samplerOf(setting.root) });
+  }
+}
+
+function upstreamFacts(url: string) {
+  const parsed = new URL(url);
+  const port = parsed.port !== "" ? Number(parsed.port) : parsed.protocol === "https:" ? 443 : 80;
+  return {
+    origin: parsed.origin,
+    address: parsed.hostname,
+    port,
+    basePath: parsed.pathname.replace(/\/+$/, ""),
+  };
+}
+
+function hostOf(host: string): string {
+  // [v6]:port, name:port, name
+  if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1) || host;
+  const colon = host.indexOf(":");
+  return colon === -1 ? host : host.slice(0, colon);
+}
+
+function cut(text: string): string {
+  return text.length > MAX_ATTRIBUTE_CHARS ? `${text.slice(0, MAX_ATTRIBUTE_CHARS)}…` : text;
+}
