@@ -8,7 +8,7 @@ import type { Operation } from "../../src/openapi.ts";
 
 const names = (metrics: { name: string }[]) => metrics.map((metric) => metric.name).sort();
 
-test("the core registers the HTTP histograms, rejections, overhead, upstream-up and the document's, and no policy's", () => {
+test("the core registers the HTTP histograms, rejections, overhead, upstream-up, dropped spans and the document's, and no policy's", () => {
   const { registry } = createMetrics({ defaultMetrics: false });
   assert.deepEqual(names(registry.getMetricsAsArray()), [
     "gateway_build_info",
@@ -17,6 +17,7 @@ test("the core registers the HTTP histograms, rejections, overhead, upstream-up 
     "gateway_file_reads_slow",
     "gateway_overhead_seconds",
     "gateway_rejections_total",
+    "gateway_trace_spans_dropped_total",
     "gateway_upstream_up",
     "http_client_request_duration_seconds",
     "http_server_request_duration_seconds",
