@@ -1,0 +1,322 @@
+// Who a candidate document would break, from the traffic the gateway logged: each difference
+// between the running document and the candidate (document-diff.ts) is matched against the
+// access lines ("msg":"request", one per request, every replica's) to name the consumers whose
+// calls it breaks. The lines say the operation, the status, the consumer and the query string, so
+// an operation, a status or a query parameter is attributed to the calls that used it; what the
+// lines do not hold (request-body members, response members, path values) is said "not
+// recorded", with the operation's callers, who may rely on it.
+//
+// Read the same bounded, linear way as the deprecation report: one pass over the lines, each
+// parsed once, and per breaking change at most `maxConsumers` consumers kept (the least recently
+// seen forgotten, and counted).
+import { LRUCache } from "lru-cache";
+import type { DocumentDifference } from "./document-diff.ts";
+import { logEntry } from "./log-lines.ts";
+import type { ApiDescription, Operation, ParameterSpec } from "./openapi.ts";
+import { checkParameter } from "./parameters.ts";
+import { parseQuery } from "./pipeline/canonical-request.ts";
+
+export const DAY_MS = 86_400_000;
+/** The access line's message (docs/logs.md). */
+const ACCESS_MSG = "request";
+/** The consumer shown for calls no consumer was authenticated for (a public operation's). */
+export const NO_CONSUMER = "(no consumer)";
+
+/**
+ * How far the lines see a change: `calls`, the calls it breaks are told apart by what the line
+ * holds; `callers`, the line does not hold the part that changes, so every caller of the
+ * operation is named as one who may rely on it.
+ */
+export type Attribution = "calls" | "callers";
+
+export interface ConsumerUse {
+  readonly consumer: string;
+  readonly calls: number;
+  /** Epoch milliseconds of the last such call read. */
+  readonly lastSeen: number;
+}
+
+export interface ReviewedChange extends DocumentDifference {
+  /** Breaking changes only: whom the logs show it breaks. */
+  readonly usage?: {
+    readonly attribution: Attribution;
+    /** Most calls first. */
+    readonly consumers: readonly ConsumerUse[];
+    /**
+     * Consumers dropped past the bound (one that comes back and is dropped again counts again):
+     * when above 0, more consumers used it than `consumers` shows, and their counts are low.
+     */
+    readonly forgotten: number;
+  };
+}
+
+export interface ChangeReview {
+  readonly running: string;
+  readonly candidate: string;
+  /** The instant the window ends at and "days ago" is counted from. */
+  readonly now: number;
+  /** The window of log lines read: the `days` before `now`. */
+  readonly days: number;
+  /** What was read; undefined when no logs were given. */
+  readonly logs:
+    | {
+        readonly lines: number;
+        /** Access lines within the window. */
+        readonly calls: number;
+        readonly from: number | undefined;
+        readonly to: number | undefined;
+      }
+    | undefined;
+  /** Breaking first (document-diff's order). */
+  readonly changes: readonly ReviewedChange[];
+}
+
+/** One access line as the review reads it. */
+interface Call {
+  readonly operation: string;
+  readonly status: number | undefined;
+  readonly consumer: string;
+  readonly at: number;
+  /**
+   * The query as the gateway parses it (empty without one); undefined when the gateway refused
+   * it (a duplicate, bad percent-encoding): such a call never reached the parameters, and a
+   * candidate does not change its fate.
+   */
+  readonly query: ReadonlyMap<string, string> | undefined;
+}
+
+interface Probe {
+  readonly attribution: Attribution;
+  matches(call: Call): boolean;
+  readonly seen: LRUCache<string, { calls: number; lastSeen: number }>;
+  forgotten: number;
+}
+
+export interface ReviewOptions {
+  readonly running: { readonly name: string; readonly api: ApiDescription };
+  readonly candidate: { readonly name: string; readonly api: ApiDescription };
+  readonly differences: readonly DocumentDifference[];
+  readonly now: number;
+  readonly days: number;
+  /** Consumers kept per breaking change. */
+  readonly maxConsumers: number;
+}
+
+/** Feed it the log lines (`readLine`), then ask for the review. */
+export class ChangeReviewer {
+  readonly #options: ReviewOptions;
+  readonly #probes: (Probe | undefined)[];
+  readonly #since: number;
+  #lines = 0;
+  #calls = 0;
+  #from = Number.POSITIVE_INFINITY;
+  #to = Number.NEGATIVE_INFINITY;
+  #read = false;
+  /** Whether any breaking change reads the query: only then is it parsed. */
+  readonly #needsQuery: boolean;
+
+  constructor(options: ReviewOptions) {
+    this.#options = options;
+    this.#since = options.now - options.days * DAY_MS;
+    const running = new Map(options.running.api.operations.map((o) => [o.id, o] as const));
+    const candidate = new Map(
+      options.candidate.api.operations.map((o) => [`${o.method} ${o.path}`, o] as const),
+    );
+    let needsQuery = false;
+    this.#probes = options.differences.map((difference) => {
+      if (!difference.breaking) return undefined;
+      const old = difference.operation === undefined ? undefined : running.get(difference.operation);
+      const now = old === undefined ? undefined : candidate.get(`${old.method} ${old.path}`);
+      const rule = matcherOf(difference, old, now);
+      if (rule.readsQuery) needsQuery = true;
+      return {
+        attribution: rule.attribution,
+        matches: rule.matches,
+        seen: new LRUCache({ max: options.maxConsumers }),
+        forgotten: 0,
+      };
+    });
+    this.#needsQuery = needsQuery;
+  }
+
+  /** One log line: an access line within the window counts, anything else is skipped. */
+  readLine(line: string): void {
+    this.#read = true;
+    this.#lines++;
+    const entry = logEntry(line, ACCESS_MSG);
+    if (entry === undefined) return;
+    const { operation, time, status, consumer, path } = entry;
+    if (typeof operation !== "string" || typeof time !== "string") return;
+    const at = Date.parse(time);
+    if (Number.isNaN(at) || at < this.#since || at > this.#options.now) return;
+    this.#calls++;
+    if (at < this.#from) this.#from = at;
+    if (at > this.#to) this.#to = at;
+    const call: Call = {
+      operation,
+      status: typeof status === "number" ? status : undefined,
+      consumer: typeof consumer === "string" ? consumer : NO_CONSUMER,
+      at,
+      query: this.#needsQuery && typeof path === "string" ? queryOf(path) : NO_QUERY,
+    };
+    for (const probe of this.#probes) {
+      if (probe === undefined || !probe.matches(call)) continue;
+      const held = probe.seen.get(call.consumer);
+      if (held !== undefined) {
+        held.calls++;
+        if (at > held.lastSeen) held.lastSeen = at;
+        continue;
+      }
+      if (probe.seen.size >= this.#options.maxConsumers) probe.forgotten++;
+      probe.seen.set(call.consumer, { calls: 1, lastSeen: at });
+    }
+  }
+
+  /** Logs were given (even empty ones): the review says who, not only what. */
+  markLogsGiven(): void {
+    this.#read = true;
+  }
+
+  review(): ChangeReview {
+    const { running, candidate, differences, now, days } = this.#options;
+    const changes = differences.map((difference, index): ReviewedChange => {
+      const probe = this.#probes[index];
+      if (probe === undefined || !this.#read) return difference;
+      const consumers = [...probe.seen.entries()]
+        .map(([consumer, { calls, lastSeen }]) => ({ consumer, calls, lastSeen }))
+        .sort((a, b) => b.calls - a.calls || b.lastSeen - a.lastSeen || (a.consumer < b.consumer ? -1 : 1));
+      return {
+        ...difference,
+        usage: { attribution: probe.attribution, consumers, forgotten: probe.forgotten },
+      };
+    });
+    return {
+      running: running.name,
+      candidate: candidate.name,
+      now,
+      days,
+      logs: this.#read
+        ? {
+            lines: this.#lines,
+            calls: this.#calls,
+            from: this.#calls === 0 ? undefined : this.#from,
+            to: this.#calls === 0 ? undefined : this.#to,
+          }
+        : undefined,
+      changes,
+    };
+  }
+}
+
+/**
+ * The command's exit code: 0 when nothing used breaks, 1 when something used breaks, and 1
+ * whenever something breaks and no logs were read (nobody can say it is unused).
+ */
+export function reviewExitCode(review: ChangeReview): 0 | 1 {
+  const breaking = review.changes.filter((change) => change.breaking);
+  if (breaking.length === 0) return 0;
+  if (review.logs === undefined) return 1;
+  return breaking.some((change) => (change.usage?.consumers.length ?? 0) > 0) ? 1 : 0;
+}
+
+const NO_QUERY: ReadonlyMap<string, string> = new Map();
+
+function queryOf(path: string): ReadonlyMap<string, string> | undefined {
+  const start = path.indexOf("?");
+  if (start === -1) return NO_QUERY;
+  const query = new Map<string, string>();
+  // The gateway's own parser: a query it refused never reached an operation's parameters.
+  return parseQuery(path.slice(start + 1), query) === undefined ? query : undefined;
+}
+
+interface Matcher {
+  readonly attribution: Attribution;
+  readonly readsQuery: boolean;
+  matches(call: Call): boolean;
+}
+
+const QUERY_PARAMETER = "query parameter ";
+
+/** Which calls a breaking difference breaks, as far as an access line tells. */
+function matcherOf(
+  difference: DocumentDifference,
+  old: Operation | undefined,
+  now: Operation | undefined,
+): Matcher {
+  const id = difference.operation;
+  const ofOperation = (call: Call) => call.operation === id;
+  const calls = (matches: (call: Call) => boolean): Matcher => ({
+    attribution: "calls",
+    readsQuery: false,
+    matches,
+  });
+  const callers: Matcher = { attribution: "callers", readsQuery: false, matches: ofOperation };
+  // Every URL moves: every call that reached an operation.
+  if (difference.kind === "base-path-changed") return calls((call) => call.operation !== "unmatched");
+  if (old === undefined) return calls(ofOperation);
+  const location = difference.location ?? "";
+  if (location.startsWith(QUERY_PARAMETER)) {
+    const name = location.slice(QUERY_PARAMETER.length);
+    const before = old.queryParameters.get(name);
+    const after = now?.queryParameters.get(name);
+    return {
+      attribution: "calls",
+      readsQuery: true,
+      matches: queryMatcher(difference, id, name, before, after),
+    };
+  }
+  switch (difference.kind) {
+    case "operation-removed":
+    case "security-strengthened":
+    case "sunset-earlier":
+    // Every caller may meet the new status: one that switches over those it was told of breaks.
+    case "status-added":
+      return calls(ofOperation);
+    case "status-removed": {
+      const written = (location.split(" ")[1] ?? "").toUpperCase();
+      const others = [...old.responses.keys()].map((s) => s.toUpperCase()).filter((s) => s !== written);
+      return calls((call) => ofOperation(call) && statusMatches(call.status, written, others));
+    }
+    default:
+      // A request body, a response's members, a path parameter's values: not on the access line.
+      return callers;
+  }
+}
+
+function queryMatcher(
+  difference: DocumentDifference,
+  id: string | undefined,
+  name: string,
+  before: ParameterSpec | undefined,
+  after: ParameterSpec | undefined,
+): (call: Call) => boolean {
+  const ofOperation = (call: Call) => call.operation === id;
+  switch (difference.kind) {
+    case "parameter-removed":
+      return (call) => ofOperation(call) && call.query?.has(name) === true;
+    case "parameter-made-required":
+      return (call) => ofOperation(call) && call.query !== undefined && !call.query.has(name);
+    default: {
+      // A value the running document took and the candidate refuses, by the gateway's own check.
+      if (before === undefined || after === undefined) return ofOperation;
+      return (call) => {
+        if (!ofOperation(call)) return false;
+        const value = call.query?.get(name);
+        if (value === undefined) return false;
+        return checkParameter(before, value).ok && !checkParameter(after, value).ok;
+      };
+    }
+  }
+}
+
+/** Whether a status answered falls under a response as the document writes it: "404", "4XX", "default". */
+function statusMatches(status: number | undefined, written: string, others: readonly string[]): boolean {
+  if (status === undefined) return false;
+  const text = String(status);
+  const covers = (key: string) =>
+    key === text || (key.length === 3 && key.endsWith("XX") && key[0] === text[0]);
+  if (written === "DEFAULT") return !others.some(covers);
+  // "4XX" covers a 404 only when 404 is not written on its own.
+  if (written.endsWith("XX") && others.includes(text)) return false;
+  return covers(written);
+}

@@ -1,0 +1,345 @@
+// The change review: the Pet Store document against one hand-made candidate per kind of change,
+// with a small log of access lines (test/fixtures/change-review/access.log: acme, globex and
+// initech within the week before NOW, hooli before it, a 401 without a consumer, a refused
+// duplicate query, a collector's prefix, a broken line and a deprecated-call line). Each breaking
+// change names the consumers whose logged calls it breaks, or says nobody used it.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { type ChangeReview, ChangeReviewer, NO_CONSUMER, reviewExitCode } from "../../src/change-review.ts";
+import { reviewJson, reviewMarkdown, reviewText } from "../../src/change-review-text.ts";
+import { diffDocuments } from "../../src/document-diff.ts";
+import { type ApiDescription, loadApiDescription } from "../../src/openapi.ts";
+import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../../src/project-files.ts";
+import { loadDocument, writeDocumentFiles } from "../support/openapi-documents.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: a parsed document, edited in place by each test
+type Document = Record<string, any>;
+const PET_STORE: Document = JSON.parse(readFileSync(DEFAULT_OPENAPI_FILE, "utf8"));
+const RUNNING = loadDocument(PET_STORE);
+const LOG_LINES = readFileSync(join(PROJECT_ROOT, "test/fixtures/change-review/access.log"), "utf8").split(
+  "\n",
+);
+const NOW = Date.parse("2026-11-25T00:00:00Z");
+const DAYS = 7;
+
+function reviewOf(
+  running: ApiDescription,
+  candidate: ApiDescription,
+  options: { lines?: readonly string[] | undefined; maxConsumers?: number } = {},
+): ChangeReview {
+  const reviewer = new ChangeReviewer({
+    running: { name: "running.json", api: running },
+    candidate: { name: "candidate.json", api: candidate },
+    differences: diffDocuments(running, candidate),
+    now: NOW,
+    days: DAYS,
+    maxConsumers: options.maxConsumers ?? 100,
+  });
+  const lines = "lines" in options ? options.lines : LOG_LINES;
+  if (lines !== undefined) {
+    reviewer.markLogsGiven();
+    for (const line of lines) reviewer.readLine(line);
+  }
+  return reviewer.review();
+}
+
+/** The review of the Pet Store document against a copy that `change` edited. */
+function reviewAfter(change: (document: Document) => void, options?: Parameters<typeof reviewOf>[2]) {
+  const candidate = structuredClone(PET_STORE);
+  change(candidate);
+  return reviewOf(RUNNING, loadDocument(candidate), options);
+}
+
+/** consumer -> calls of the one breaking change of `kind` (fails when there is none, or several). */
+function hits(review: ChangeReview, kind: string, location?: string): Record<string, number> {
+  const matching = review.changes.filter(
+    (c) => c.breaking && c.kind === kind && (location === undefined || c.location === location),
+  );
+  assert.equal(matching.length, 1, `one breaking ${kind} in ${JSON.stringify(review.changes, null, 1)}`);
+  const usage = matching[0]?.usage;
+  assert.ok(usage, "logs were given: the change says whom it hits");
+  return Object.fromEntries(usage.consumers.map((use) => [use.consumer, use.calls]));
+}
+
+function attribution(review: ChangeReview, kind: string): string | undefined {
+  return review.changes.find((c) => c.breaking && c.kind === kind)?.usage?.attribution;
+}
+
+const listPets = (d: Document) => d.paths["/pets"].get;
+const getPet = (d: Document) => d.paths["/pets/{petId}"].get;
+
+describe("each breaking change names the consumers whose logged calls it breaks", () => {
+  test("an operation removed: everyone who called it in the window", () => {
+    const review = reviewAfter((d) => delete d.paths["/pets/{petId}"]);
+    assert.deepEqual(hits(review, "operation-removed"), { initech: 2 });
+    assert.equal(reviewExitCode(review), 1);
+  });
+
+  test("a query parameter removed: those who sent it, not those who called without it", () => {
+    const review = reviewAfter((d) => listPets(d).parameters.pop());
+    // globex's duplicated status was refused by the gateway then: the candidate changes nothing for it.
+    assert.deepEqual(hits(review, "parameter-removed"), { acme: 2, globex: 1 });
+  });
+
+  test("a query parameter made required: those who called without it", () => {
+    const review = reviewAfter((d) => {
+      listPets(d).parameters[0].required = true;
+    });
+    assert.deepEqual(hits(review, "parameter-made-required"), { globex: 2, acme: 1 });
+  });
+
+  test("an enum value removed: those who sent that value, read with the gateway's own query parser", () => {
+    const review = reviewAfter((d) => {
+      listPets(d).parameters[1].schema = { type: "string", enum: ["available", "pending"] };
+    });
+    // hooli sent it too, before the window.
+    assert.deepEqual(hits(review, "enum-value-removed", "query parameter status"), { acme: 2 });
+    const change = review.changes.find((c) => c.kind === "enum-value-removed");
+    assert.equal(change?.usage?.consumers[0]?.lastSeen, Date.parse("2026-11-24T09:00:00Z"));
+  });
+
+  test("a bound tightened: those whose values the candidate refuses, by the gateway's own check", () => {
+    const review = reviewAfter((d) => {
+      listPets(d).parameters[0].schema.maximum = 50;
+    });
+    // acme sent limit=80; the 401 without a consumer sent limit=10.
+    assert.deepEqual(hits(review, "bound-tightened"), { acme: 1 });
+  });
+
+  test("a response status removed: those who received it", () => {
+    const review = reviewAfter((d) => delete getPet(d).responses["404"]);
+    assert.deepEqual(hits(review, "status-removed"), { initech: 1 });
+  });
+
+  test("a response status added: every caller of the operation, who may switch over the statuses", () => {
+    const review = reviewAfter((d) => {
+      listPets(d).responses["429"] = { description: "slow down" };
+    });
+    assert.deepEqual(hits(review, "status-added"), { globex: 3, acme: 2, [NO_CONSUMER]: 1 });
+  });
+
+  test("security changed: every caller of the operation", () => {
+    const review = reviewAfter((d) => {
+      d.components.securitySchemes.apiKey = { type: "apiKey", in: "header", name: "x-api-key" };
+      listPets(d).security = [{ apiKey: [] }];
+    });
+    assert.deepEqual(hits(review, "security-strengthened"), { globex: 3, acme: 2, [NO_CONSUMER]: 1 });
+  });
+
+  test("a sunset moved earlier: every caller of the deprecated operation", () => {
+    const review = reviewAfter((d) => {
+      getPet(d)["x-gateway-deprecation"].sunset = "2029-01-01T00:00:00Z";
+    });
+    assert.deepEqual(hits(review, "sunset-earlier"), { initech: 2 });
+  });
+
+  test("a base path changed: every call that reached an operation", () => {
+    const review = reviewAfter((d) => {
+      d.servers = [{ url: "https://petstore.example.com/v2" }];
+    });
+    assert.deepEqual(hits(review, "base-path-changed"), {
+      acme: 3,
+      globex: 3,
+      initech: 2,
+      [NO_CONSUMER]: 1,
+    });
+  });
+
+  test("a request-body member made required is not recorded: the operation's callers are named", () => {
+    const review = reviewAfter((d) => {
+      d.components.schemas.NewPet.properties.nickname = { type: "string" };
+      d.components.schemas.NewPet.required.push("nickname");
+    });
+    assert.deepEqual(hits(review, "member-made-required"), { acme: 1 });
+    assert.equal(attribution(review, "member-made-required"), "callers");
+    assert.match(
+      reviewText(review),
+      /not recorded; callers of createPet who may rely on it:\n\s+acme: 1 call, last 1 day ago/,
+    );
+  });
+
+  test("a response member removed is not recorded: the operation's callers are named", () => {
+    const review = reviewAfter((d) => {
+      delete d.components.schemas.Pet.properties.name;
+      d.components.schemas.Pet.required = d.components.schemas.Pet.required.filter(
+        (n: string) => n !== "name",
+      );
+    });
+    const removed = review.changes.filter((c) => c.kind === "member-removed" && c.breaking);
+    assert.deepEqual(
+      removed.map((c) => [c.operation, c.usage?.attribution, c.usage?.consumers.map((u) => u.consumer)]),
+      [
+        ["listPets", "callers", ["globex", "acme", NO_CONSUMER]],
+        ["createPet", "callers", ["acme"]],
+        ["getPet", "callers", ["initech"]],
+      ],
+    );
+  });
+});
+
+describe("what nobody used", () => {
+  test("a breaking change no consumer used in the window says so, and the review exits 0", () => {
+    const review = reviewAfter((d) => delete getPet(d).responses["401"]);
+    assert.deepEqual(hits(review, "status-removed"), {});
+    assert.equal(reviewExitCode(review), 0);
+    assert.match(
+      reviewText(review),
+      /no longer answers 401 \[response\]\n\s+no consumer used this in 7 days/,
+    );
+  });
+
+  test("without logs, a breaking change is nobody's to clear: exit 1, and who is unknown", () => {
+    const review = reviewAfter((d) => delete getPet(d).responses["401"], { lines: undefined });
+    assert.equal(review.logs, undefined);
+    assert.equal(reviewExitCode(review), 1);
+    assert.match(reviewText(review), /who: unknown \(no logs given\)/);
+  });
+
+  test("a candidate with no breaking change exits 0 without logs", () => {
+    const review = reviewAfter(
+      (d) => {
+        listPets(d).parameters.push({ name: "q", in: "query", schema: { type: "string" } });
+      },
+      { lines: undefined },
+    );
+    assert.deepEqual(
+      review.changes.map((c) => [c.kind, c.breaking]),
+      [["parameter-added", false]],
+    );
+    assert.equal(reviewExitCode(review), 0);
+  });
+});
+
+describe("reading the logs", () => {
+  test("only access lines within the days before now count; other and broken lines are skipped", () => {
+    const review = reviewAfter(() => {});
+    assert.deepEqual(review.logs, {
+      lines: LOG_LINES.length,
+      calls: 10,
+      from: Date.parse("2026-11-20T08:00:00Z"),
+      to: Date.parse("2026-11-24T18:00:00Z"),
+    });
+  });
+
+  test("consumers past the bound are forgotten, least recently seen first, and the forgettings counted", () => {
+    const review = reviewAfter(
+      (d) => {
+        d.servers = [{ url: "https://petstore.example.com/v2" }];
+      },
+      { maxConsumers: 2 },
+    );
+    const usage = review.changes[0]?.usage;
+    // acme, globex, initech, acme again, then the 401 without a consumer: three evictions.
+    assert.deepEqual(
+      usage?.consumers.map((u) => [u.consumer, u.calls]),
+      [
+        [NO_CONSUMER, 1],
+        ["acme", 1],
+      ],
+    );
+    assert.equal(usage?.forgotten, 3);
+    assert.match(reviewText(review), /3 forgotten past --max-consumers: counts are low/);
+  });
+});
+
+describe("the team's 3.0 YAML document, split over two files", () => {
+  test("an enum value removed from the shared schema file names who sent it", () => {
+    const fixture = join(PROJECT_ROOT, "test/fixtures/openapi-3.0");
+    const running = loadApiDescription(join(fixture, "openapi.yaml"));
+    const schemas = readFileSync(join(fixture, "schemas.yaml"), "utf8");
+    const edited = schemas.replace("enum: [available, pending, sold]", "enum: [available, pending]");
+    assert.notEqual(edited, schemas);
+    const folder = writeDocumentFiles({
+      "openapi.yaml": readFileSync(join(fixture, "openapi.yaml"), "utf8"),
+      "schemas.yaml": edited,
+    });
+    const review = reviewOf(running, loadApiDescription(join(folder, "openapi.yaml")));
+    assert.deepEqual(hits(review, "enum-value-removed", "query parameter status"), { acme: 2 });
+    // The one Pet schema is both ways: what createPet is sent loses the value too (not recorded).
+    assert.equal(
+      review.changes.find((c) => c.breaking && c.location === "request body application/json")?.usage
+        ?.attribution,
+      "callers",
+    );
+    assert.equal(reviewExitCode(review), 1);
+  });
+});
+
+describe("formats", () => {
+  const review = reviewAfter((d) => {
+    listPets(d).parameters[1].schema = { type: "string", enum: ["available", "pending"] };
+    listPets(d).parameters.push({ name: "q", in: "query", schema: { type: "string" } });
+  });
+
+  test("text: breaking first with the consumers hit, then the other changes", () => {
+    const text = reviewText(review);
+    assert.match(
+      text,
+      /Breaking:\n {2}- listPets \(GET \/pets\): query parameter status: the value "sold" is removed \[request\]\n {6}acme: 2 calls, last 1 day ago\n/,
+    );
+    assert.ok(text.indexOf("Breaking:") < text.indexOf("Other changes:"));
+    assert.match(text, /adds the optional query parameter q/);
+  });
+
+  test("markdown: a table a pull request comment shows, with others' text inert", () => {
+    const withMarkup = reviewOf(RUNNING, RUNNING, {
+      lines: [],
+    });
+    assert.match(reviewMarkdown(withMarkup), /0 breaking changes/);
+    const markdown = reviewMarkdown(review);
+    assert.match(markdown, /\| Operation \| Breaking change \| Side \| Who it breaks \|/);
+    assert.match(
+      markdown,
+      /\| `listPets` GET \/pets \| query parameter status: the value "sold" is removed \| request \| acme: 2 calls, last 1 day ago \|/,
+    );
+    const hostile = new ChangeReviewer({
+      running: { name: "running.json", api: RUNNING },
+      candidate: { name: "candidate.json", api: RUNNING },
+      differences: [{ ...diffOne(), message: "a | b <script>" }],
+      now: NOW,
+      days: DAYS,
+      maxConsumers: 10,
+    });
+    hostile.markLogsGiven();
+    hostile.readLine(
+      JSON.stringify({
+        time: "2026-11-24T00:00:00.000Z",
+        operation: "listPets",
+        consumer: "x|<img>",
+        msg: "request",
+      }),
+    );
+    const shown = reviewMarkdown(hostile.review());
+    assert.match(shown, /a \\\| b &lt;script&gt;/);
+    assert.match(shown, /x\\\|&lt;img&gt;: 1 call/);
+  });
+
+  test("json: the differences with their usage, dates as ISO instants, and the exit code", () => {
+    const data = JSON.parse(reviewJson(review));
+    assert.equal(data.exitCode, 1);
+    assert.equal(data.days, DAYS);
+    const removed = data.changes.find(
+      (c: Document) =>
+        c.kind === "enum-value-removed" &&
+        c.direction === "request" &&
+        c.location === "query parameter status",
+    );
+    assert.deepEqual(removed.usage, {
+      attribution: "calls",
+      consumers: [{ consumer: "acme", calls: 2, lastSeen: "2026-11-24T09:00:00.000Z" }],
+      forgotten: 0,
+    });
+  });
+});
+
+/** A breaking difference every listPets call meets. */
+function diffOne() {
+  const candidate = structuredClone(PET_STORE);
+  candidate.paths["/pets"].get.responses["429"] = { description: "slow down" };
+  const found = diffDocuments(RUNNING, loadDocument(candidate));
+  const added = found.find((d) => d.kind === "status-added");
+  assert.ok(added);
+  return added;
+}
