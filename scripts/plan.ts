@@ -4,15 +4,33 @@
 //
 //   npm run plan
 //   npm run plan -- --openapi their-openapi.json --config gateway.json --format json
+//
+// With --against, the change review instead: every difference between the running document and
+// a candidate, and from the access lines of --logs, which consumers each breaking change hits.
+//
+//   npm run plan -- --against candidate.json --logs gateway.log --days 7 --format markdown
+import { createReadStream } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
+import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import policies from "../policies/index.ts";
+import { ChangeReviewer, reviewExitCode } from "../src/change-review.ts";
+import { reviewJson, reviewMarkdown, reviewText } from "../src/change-review-text.ts";
+import { loadConfigForCommand } from "../src/config.ts";
+import { diffDocuments } from "../src/document-diff.ts";
+import { loadApiDescription } from "../src/openapi.ts";
 import { planForCommand } from "../src/plan.ts";
 import { planJson, planText } from "../src/plan-text.ts";
 import { fromUserDirectory } from "../src/project-files.ts";
 import { StartupError } from "../src/startup-errors.ts";
 
+/** A month: a consumer that calls once a month (a billing run) is still seen. */
+const DEFAULT_DAYS = 30;
+/** Per breaking change: the review's memory stays bounded whatever the logs name. */
+const DEFAULT_MAX_CONSUMERS = 10_000;
+
 const USAGE = `usage: plan [--openapi <file>] [--config <file>] [--format text|json] [--now <ISO date>]
+       plan --against <candidate> [--logs <file or -> ...] [--days <n>] [--format text|json|markdown]
 Prints what the gateway will enforce: public operations first, then each operation with the key
 it needs, its parameters, request body, response rules, deprecation and stability, and everything
 the document asks for that the gateway does not enforce as written. Exits 1, with the line the
@@ -20,12 +38,23 @@ gateway would print, when it would refuse to start.
   --openapi  the OpenAPI description (default: the config's openapi, OPENAPI_FILE or config/openapi.json)
   --config   the gateway config (default: GATEWAY_CONFIG or config/gateway.json)
   --format   text (default) or json
-  --now      the instant days to a sunset are counted from (default: now)`;
+  --now      the instant days to a sunset are counted from (default: now)
+The change review (--against): every difference between the running document (--openapi or the
+config's) and the candidate, breaking ones first, each breaking one with the consumers whose
+logged calls it breaks. Exits 0 when nothing used breaks, 1 when something used breaks (or
+something breaks and no --logs were given), 2 when a document or a log file cannot be read.
+  --against        the candidate OpenAPI description
+  --logs           gateway log files (JSON lines; - for stdin); more files may follow as arguments
+  --days           the days of logs before --now that count (default ${DEFAULT_DAYS})
+  --max-consumers  consumers kept per breaking change, the least recently seen forgotten past it
+                   and counted (default ${DEFAULT_MAX_CONSUMERS})
+  --format         text (default), json or markdown (a pull request comment)`;
 
-function main(): number {
+async function main(): Promise<number> {
   let values: ReturnType<typeof parse>["values"];
+  let positionals: string[];
   try {
-    values = parse().values;
+    ({ values, positionals } = parse());
   } catch (error) {
     process.stderr.write(`plan: ${(error as Error).message}\n${USAGE}\n`);
     return 2;
@@ -33,6 +62,11 @@ function main(): number {
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
+  }
+  if (values.against !== undefined) return review(values, positionals);
+  if (positionals.length > 0 || values.logs !== undefined) {
+    process.stderr.write("plan: log files are read by the change review only (--against)\n");
+    return 2;
   }
   const format = values.format ?? "text";
   if (format !== "text" && format !== "json") {
@@ -61,6 +95,75 @@ function main(): number {
   }
 }
 
+type Values = ReturnType<typeof parse>["values"];
+
+async function review(values: Values, positionals: readonly string[]): Promise<number> {
+  const format = values.format ?? "text";
+  if (format !== "text" && format !== "json" && format !== "markdown") {
+    process.stderr.write("plan: --format must be text, json or markdown\n");
+    return 2;
+  }
+  const now = values.now === undefined ? Date.now() : Date.parse(values.now);
+  const days = Number(values.days ?? DEFAULT_DAYS);
+  const maxConsumers = Number(values["max-consumers"] ?? DEFAULT_MAX_CONSUMERS);
+  if (Number.isNaN(now)) {
+    process.stderr.write(`plan: --now ${values.now} is not a date\n`);
+    return 2;
+  }
+  if (!Number.isInteger(days) || days < 1) {
+    process.stderr.write("plan: --days must be a whole number of days above 0\n");
+    return 2;
+  }
+  if (!Number.isInteger(maxConsumers) || maxConsumers < 1) {
+    process.stderr.write("plan: --max-consumers must be a whole number above 0\n");
+    return 2;
+  }
+  const against = values.against as string;
+  let reviewer: ChangeReviewer;
+  let running: string;
+  try {
+    const { config } = loadConfigForCommand(policies, { file: values.config, openapi: values.openapi });
+    running = config.openapi;
+    const api = loadApiDescription(config.openapi, { basePath: config.basePath });
+    // The candidate as a reload would read it: under the config's base path.
+    const candidate = loadApiDescription(fromUserDirectory(against), { basePath: config.basePath });
+    reviewer = new ChangeReviewer({
+      running: { name: shown(running), api },
+      candidate: { name: shown(fromUserDirectory(against)), api: candidate },
+      differences: diffDocuments(api, candidate),
+      now,
+      days,
+      maxConsumers,
+    });
+  } catch (error) {
+    if (!(error instanceof StartupError)) throw error;
+    process.stderr.write(`plan: ${error.message}\n`);
+    return 2;
+  }
+  const sources = [...(values.logs ?? []), ...positionals];
+  for (const source of sources) {
+    reviewer.markLogsGiven();
+    const input = source === "-" ? process.stdin : createReadStream(fromUserDirectory(source));
+    try {
+      for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+        reviewer.readLine(line);
+      }
+    } catch (error) {
+      process.stderr.write(`plan: cannot read the logs ${source}: ${(error as Error).message}\n`);
+      return 2;
+    }
+  }
+  const result = reviewer.review();
+  process.stdout.write(
+    format === "json"
+      ? reviewJson(result)
+      : format === "markdown"
+        ? reviewMarkdown(result)
+        : reviewText(result),
+  );
+  return reviewExitCode(result);
+}
+
 /** A path as the user would type it: relative to their directory when inside it. */
 function shown(file: string): string {
   const path = relative(fromUserDirectory("."), resolve(file));
@@ -69,7 +172,12 @@ function shown(file: string): string {
 
 function parse() {
   return parseArgs({
+    allowPositionals: true,
     options: {
+      against: { type: "string" },
+      logs: { type: "string", multiple: true },
+      days: { type: "string" },
+      "max-consumers": { type: "string" },
       openapi: { type: "string" },
       config: { type: "string" },
       format: { type: "string" },
@@ -79,4 +187,12 @@ function parse() {
   });
 }
 
-process.exitCode = main();
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`plan: ${(error as Error).message}\n`);
+    process.exitCode = 2;
+  },
+);

@@ -1,0 +1,98 @@
+// `npm run plan -- --against`: the change review as CI runs it, a process of its own whose exit
+// code is the gate (0 nothing used breaks, 1 something used breaks or breaks unseen, 2 a
+// candidate or a log that cannot be read), on the bundled document and config.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../src/project-files.ts";
+import { writeDocumentFiles } from "./support/openapi-documents.ts";
+import { runProgram } from "./support/processes.ts";
+
+const LOGS = join(PROJECT_ROOT, "test/fixtures/change-review/access.log");
+const NOW = "2026-11-25T00:00:00Z";
+
+// biome-ignore lint/suspicious/noExplicitAny: a parsed document, edited in place
+type Document = Record<string, any>;
+
+/** The bundled document as `change` edits it, in a file of its own. */
+function candidate(change: (document: Document) => void): string {
+  const document = JSON.parse(readFileSync(DEFAULT_OPENAPI_FILE, "utf8"));
+  change(document);
+  return join(writeDocumentFiles({ "candidate.json": document }), "candidate.json");
+}
+
+const review = (args: readonly string[], stdin?: string) =>
+  runProgram(["scripts/plan.ts", "--now", NOW, "--days", "7", ...args], stdin === undefined ? {} : { stdin });
+
+// Used: acme sent status=sold twice in the week.
+const soldRemoved = candidate((d) => {
+  d.paths["/pets"].get.parameters[1].schema = { type: "string", enum: ["available", "pending"] };
+});
+// Unused: nobody received getPet's 401 in the week.
+const unauthorizedRemoved = candidate((d) => delete d.paths["/pets/{petId}"].get.responses["401"]);
+
+describe("npm run plan -- --against: the exit code is the gate", () => {
+  test("a breaking change some consumer used exits 1 and names it", async () => {
+    const { code, stdout, stderr } = await review(["--against", soldRemoved, "--logs", LOGS]);
+    assert.equal(code, 1, stderr);
+    assert.match(
+      stdout,
+      /query parameter status: the value "sold" is removed \[request\]\n {6}acme: 2 calls, last 1 day ago/,
+    );
+  });
+
+  test("a breaking change nobody used in the window exits 0 and says so", async () => {
+    const { code, stdout, stderr } = await review(["--against", unauthorizedRemoved, "--logs", LOGS]);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /no longer answers 401 \[response\]\n {6}no consumer used this in 7 days/);
+  });
+
+  test("a breaking change without --logs exits 1: nobody can say it is unused", async () => {
+    const { code, stdout } = await review(["--against", unauthorizedRemoved]);
+    assert.equal(code, 1);
+    assert.match(stdout, /who: unknown \(no logs given\)/);
+  });
+
+  test("the logs may come on stdin (-), as from kubectl logs", async () => {
+    const { code, stdout, stderr } = await review(
+      ["--against", soldRemoved, "--logs", "-", "--format", "markdown"],
+      readFileSync(LOGS, "utf8"),
+    );
+    assert.equal(code, 1, stderr);
+    assert.match(stdout, /^### Change review: /);
+    assert.match(stdout, /\| request \| acme: 2 calls, last 1 day ago \|/);
+  });
+
+  test("the same document with nothing breaking exits 0", async () => {
+    const { code, stdout, stderr } = await review(["--against", DEFAULT_OPENAPI_FILE, "--format", "json"]);
+    assert.equal(code, 0, stderr);
+    assert.deepEqual(JSON.parse(stdout).changes, []);
+  });
+
+  test("a candidate that is not an OpenAPI description exits 2 with the loader's one line", async () => {
+    const bad = join(
+      writeDocumentFiles({ "candidate.json": { openapi: "2.0", paths: {} } }),
+      "candidate.json",
+    );
+    const { code, stdout, stderr } = await review(["--against", bad, "--logs", LOGS]);
+    assert.equal(code, 2);
+    assert.equal(stdout, "");
+    assert.match(
+      stderr,
+      /^plan: OpenAPI description .*candidate\.json: "openapi" must be a 3\.0\.x or 3\.1\.x version\n$/,
+    );
+  });
+
+  test("a log file that cannot be read exits 2, never a verdict", async () => {
+    const { code, stdout, stderr } = await review([
+      "--against",
+      soldRemoved,
+      "--logs",
+      join(PROJECT_ROOT, "no-such.log"),
+    ]);
+    assert.equal(code, 2);
+    assert.equal(stdout, "");
+    assert.match(stderr, /^plan: cannot read the logs .*no-such\.log: /);
+  });
+});
