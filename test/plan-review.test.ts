@@ -96,3 +96,71 @@ describe("npm run plan -- --against: the exit code is the gate", () => {
     assert.match(stderr, /^plan: cannot read the logs .*no-such\.log: /);
   });
 });
+
+/**
+ * A week of access lines as a fleet writes them (every call at a time of its own): acme filters
+ * by sold, globex by pending, initech still reads the deprecated getPet, and an importer creates.
+ */
+function weekOfLogs(): string {
+  const end = Date.parse(NOW);
+  const lines: string[] = [];
+  const calls = (consumer: string, count: number, lastAgoMs: number, line: Record<string, unknown>) => {
+    for (let i = 0; i < count; i++) {
+      // Spread back from the last call to six days before the end: all within the week.
+      const time = new Date(
+        end - lastAgoMs - i * Math.floor((6 * 86_400_000 - lastAgoMs) / count),
+      ).toISOString();
+      lines.push(JSON.stringify({ level: 30, time, consumer, status: 200, ...line, msg: "request" }));
+    }
+  };
+  calls("acme", 1204, 2 * 86_400_000 + 3_600_000, {
+    operation: "listPets",
+    method: "GET",
+    path: "/v1/pets?status=sold&limit=50",
+  });
+  calls("globex", 310, 5 * 3_600_000, {
+    operation: "listPets",
+    method: "GET",
+    path: "/v1/pets?status=pending",
+  });
+  calls("initech", 57, 3 * 86_400_000, { operation: "getPet", method: "GET", path: "/v1/pets/7" });
+  calls("batch-importer", 12, 86_400_000 + 7_200_000, {
+    operation: "createPet",
+    method: "POST",
+    path: "/v1/pets",
+    status: 201,
+  });
+  return `${lines.join("\n")}\n`;
+}
+
+describe("docs/plan.md", () => {
+  test("shows the review's output on two realistic changes as the command prints it", async () => {
+    const page = readFileSync(join(PROJECT_ROOT, "docs/plan.md"), "utf8");
+    const shown = [
+      ...page.matchAll(
+        /```sh\nnpm run plan -- --against (\S+) --logs week\.log --days 7 --now (\S+)\n```\n\n```\n([\s\S]*?)```\n/g,
+      ),
+    ];
+    assert.equal(shown.length, 2, "two reviews, each its command then its output");
+    const logs = join(writeDocumentFiles({ "week.log": weekOfLogs() }), "week.log");
+    const retireSold = candidate((d) => {
+      d.components.schemas.PetStatus.enum = ["available", "pending"];
+    });
+    for (const [, against, now, text] of shown) {
+      // retire-sold.json is the bundled document without "sold"; the other is a fixture of the project.
+      const file = against === "retire-sold.json" ? retireSold : (against as string);
+      const { stdout, stderr } = await runProgram([
+        "scripts/plan.ts",
+        "--against",
+        file,
+        "--logs",
+        logs,
+        "--days",
+        "7",
+        "--now",
+        now as string,
+      ]);
+      assert.equal(stdout.replace(retireSold, "retire-sold.json"), text, stderr);
+    }
+  });
+});
