@@ -11,11 +11,14 @@ import lifecycle from "./lifecycle/index.ts";
 import limit from "./limit/index.ts";
 import requestValidation from "./request-validation/index.ts";
 import responseContract from "./response-contract/index.ts";
+import usage from "./usage/index.ts";
 
 const policies: readonly AnyPolicyDefinition[] = [
   cors,
   auth,
   lifecycle,
+  // Before the limit defaults a page size: usage records the query names the client sent.
+  usage,
   limit,
   requestValidation,
   responseContract,

@@ -172,7 +172,7 @@ describe("what operators point at the ops port", () => {
     assert.equal(answer.status, 200);
     assert.equal(answer.headers["content-type"], "application/json");
     assert.deepEqual(JSON.parse(answer.body), {
-      endpoints: ["/", "/contract/violations", "/deprecations", "/healthz", "/metrics", "/readyz"],
+      endpoints: ["/", "/contract/violations", "/deprecations", "/healthz", "/metrics", "/readyz", "/usage"],
     });
   });
 

@@ -1,0 +1,168 @@
+// Usage memory: what each consumer relies on, per operation (usage-memory.ts), so that the change
+// review (npm run plan -- --against) can name whom a candidate document breaks. Kept per process
+// on the ops port (/usage, behind the ops token like every report there) and written to the logs
+// as "usage" lines, the calls since the last line, which npm run usage merges fleet-wide.
+//
+// The hot path pays two lookups and a few bit sets per request: the query's names as the client
+// sent them (before the limit policy defaults one), and the status of every answer.
+import type { ServerResponse } from "node:http";
+import type { JSONSchemaType } from "ajv";
+import { definePolicy, type OpsReport } from "../../src/policy.ts";
+import { slices } from "../../src/slices.ts";
+import { mergeRows, UsageMemory, type UsageRow } from "./usage-memory.ts";
+
+export type { UsageRow } from "./usage-memory.ts";
+export { mergeRows } from "./usage-memory.ts";
+
+/** The log line's message: npm run usage and the change review read these. */
+export const USAGE_MSG = "usage";
+/** Who called without being authenticated (a public operation, a refused key). */
+export const NO_CONSUMER = "(no consumer)";
+
+export interface UsageOptions {
+  /** Consumers kept per process; the least recently seen are dropped past it, and counted. */
+  readonly maxConsumers: number;
+  /** How often the calls since the last time are written to the logs; 0 never. */
+  readonly logEverySeconds: number;
+}
+
+const optionsSchema: JSONSchemaType<UsageOptions> = {
+  type: "object",
+  additionalProperties: false,
+  required: [],
+  description:
+    "What each consumer relies on, per operation (calls, first and last seen, query parameters and enum values sent, statuses received): /usage on the ops port and `usage` log lines, read by the change review",
+  properties: {
+    maxConsumers: {
+      type: "integer",
+      minimum: 1,
+      default: 10_000,
+      description:
+        "Consumers whose usage a process keeps; past it the least recently seen is dropped and counted (`evicted` in /usage)",
+    },
+    logEverySeconds: {
+      type: "integer",
+      minimum: 0,
+      default: 3600,
+      description:
+        "How often each process writes a `usage` log line per consumer and operation called since the last ones (and once at shutdown); 0 writes none",
+    },
+  },
+};
+
+export interface UsageReport {
+  readonly generatedAt: string;
+  /** The earliest start of the processes' memory: figures start again at every deploy. */
+  readonly countingSince: string;
+  /** Consumers held, summed over the processes. */
+  readonly consumers: number;
+  readonly evicted: number;
+  readonly rows: readonly UsageRow[];
+}
+
+/** Rows shown by one answer: the report's work does not grow with the consumers held. */
+const ROWS_SHOWN = 1000;
+
+const report: OpsReport<UsageReport, UsageOptions, UsageReport> = {
+  merge(parts) {
+    if (parts.length === 1) return parts[0] as UsageReport;
+    return {
+      generatedAt: parts.reduce((latest, p) => (p.generatedAt > latest ? p.generatedAt : latest), ""),
+      countingSince: parts.reduce(
+        (earliest, p) => (earliest === "" || p.countingSince < earliest ? p.countingSince : earliest),
+        "",
+      ),
+      consumers: parts.reduce((sum, p) => sum + p.consumers, 0),
+      evicted: parts.reduce((sum, p) => sum + p.evicted, 0),
+      rows: mergeRows(parts.flatMap((p) => p.rows)),
+    };
+  },
+  render(merged, query, res: ServerResponse) {
+    const consumer = query.get("consumer");
+    const operation = query.get("operation");
+    const matching = merged.rows.filter(
+      (row) =>
+        (consumer === undefined || row.consumer === consumer) &&
+        (operation === undefined || row.operation === operation),
+    );
+    const body = JSON.stringify({
+      generatedAt: merged.generatedAt,
+      countingSince: merged.countingSince,
+      consumers: merged.consumers,
+      evicted: merged.evicted,
+      rowsMatching: matching.length,
+      // Most recently seen first: the rows an owner asks about.
+      rows: matching.slice(0, ROWS_SHOWN),
+    });
+    res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" });
+    res.end(body);
+  },
+};
+
+export default definePolicy<UsageOptions>({
+  name: "usage",
+  optionsSchema,
+  opsReports: { "/usage": report },
+  create(options, { api, logger, now }) {
+    const memory = new UsageMemory(api, options.maxConsumers, now());
+    const countingSince = new Date(memory.countingSince).toISOString();
+
+    // In slices: a hundred thousand rows take a quarter of a second to read, which must not hold
+    // the loop.
+    let writing: Promise<void> | undefined;
+    const writeLines = async () => {
+      const work = slices();
+      for (const row of memory.rows(true)) {
+        logger.info(row, USAGE_MSG);
+        if (work.due()) await work.next();
+      }
+    };
+    const flush = () => {
+      writing ??= writeLines().finally(() => {
+        writing = undefined;
+      });
+      return writing;
+    };
+    const timer =
+      options.logEverySeconds > 0
+        ? setInterval(() => void flush(), options.logEverySeconds * 1000)
+        : undefined;
+    timer?.unref();
+
+    return {
+      forOperation(operation) {
+        return {
+          // Before the limit policy defaults a page size: the names the client sent.
+          onRequest(exchange) {
+            memory.sent(operation, exchange.consumer ?? NO_CONSUMER, exchange.query, now());
+            return undefined;
+          },
+          onReply(exchange, status) {
+            memory.answered(operation, exchange.consumer ?? NO_CONSUMER, status, now());
+          },
+        };
+      },
+      collectReports: {
+        "/usage": async (): Promise<UsageReport> => {
+          const work = slices();
+          const rows: UsageRow[] = [];
+          for (const row of memory.rows()) {
+            rows.push(row);
+            if (work.due()) await work.next();
+          }
+          return {
+            generatedAt: new Date(now()).toISOString(),
+            countingSince,
+            consumers: memory.consumers,
+            evicted: memory.evicted,
+            rows,
+          };
+        },
+      },
+      async close() {
+        if (timer !== undefined) clearInterval(timer);
+        if (options.logEverySeconds > 0) await flush();
+      },
+    };
+  },
+});

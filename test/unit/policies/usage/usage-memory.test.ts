@@ -1,0 +1,109 @@
+// The usage memory: per consumer and operation, the calls, first and last seen, the query names
+// and enum values sent and the statuses received, as bits over the document's own names.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { mergeRows, UsageMemory } from "../../../../policies/usage/usage-memory.ts";
+import { loadApiDescription, type Operation } from "../../../../src/openapi.ts";
+import { DEFAULT_OPENAPI_FILE } from "../../../../src/project-files.ts";
+
+const api = loadApiDescription(DEFAULT_OPENAPI_FILE);
+function operation(id: string): Operation {
+  const found = api.operation(id);
+  assert.ok(found, id);
+  return found;
+}
+const listPets = operation("listPets");
+const getPet = operation("getPet");
+const T0 = Date.parse("2026-11-24T10:00:00Z");
+
+const query = (entries: Record<string, string>) => new Map(Object.entries(entries));
+
+describe("usage memory", () => {
+  test("remembers names and enum values sent and statuses received, never other values", () => {
+    const memory = new UsageMemory(api, 10, T0);
+    memory.sent(listPets, "acme", query({ status: "sold", limit: "80", unknown: "x" }), T0);
+    memory.answered(listPets, "acme", 200, T0);
+    memory.sent(listPets, "acme", query({ status: "whatever" }), T0 + 1000);
+    memory.answered(listPets, "acme", 400, T0 + 1000);
+    memory.answered(getPet, "acme", 404, T0 + 2000);
+    assert.deepEqual(
+      [...memory.rows()],
+      [
+        {
+          consumer: "acme",
+          operation: "listPets",
+          calls: 2,
+          firstSeen: "2026-11-24T10:00:00.000Z",
+          lastSeen: "2026-11-24T10:00:01.000Z",
+          parameters: ["limit", "status"],
+          values: { status: ["sold"] },
+          // 400 is not declared by listPets: not a bit of its own.
+          statuses: ["200"],
+        },
+        {
+          consumer: "acme",
+          operation: "getPet",
+          calls: 1,
+          firstSeen: "2026-11-24T10:00:02.000Z",
+          lastSeen: "2026-11-24T10:00:02.000Z",
+          parameters: [],
+          values: {},
+          statuses: ["404"],
+        },
+      ],
+    );
+    assert.doesNotMatch(JSON.stringify([...memory.rows()]), /whatever|80|unknown/);
+  });
+
+  test("keeps at most maxConsumers, the least recently seen dropped and counted", () => {
+    const memory = new UsageMemory(api, 2, T0);
+    for (const consumer of ["a", "b", "a", "c", "d"]) memory.answered(listPets, consumer, 200, T0);
+    assert.equal(memory.consumers, 2);
+    assert.equal(memory.evicted, 2);
+    assert.deepEqual(
+      [...memory.rows()].map((row) => row.consumer),
+      ["d", "c"],
+    );
+  });
+
+  test("the rows for the logs count the calls since the last time, once", () => {
+    const memory = new UsageMemory(api, 10, T0);
+    memory.answered(listPets, "acme", 200, T0);
+    memory.answered(listPets, "acme", 200, T0);
+    assert.deepEqual(
+      [...memory.rows(true)].map((row) => row.calls),
+      [2],
+    );
+    assert.deepEqual([...memory.rows(true)], []);
+    memory.answered(listPets, "acme", 200, T0);
+    assert.deepEqual(
+      [...memory.rows(true)].map((row) => row.calls),
+      [1],
+    );
+    assert.deepEqual(
+      [...memory.rows()].map((row) => row.calls),
+      [3],
+    );
+  });
+
+  test("rows of several processes merge: calls summed, names united, the widest span", () => {
+    const a = new UsageMemory(api, 10, T0);
+    const b = new UsageMemory(api, 10, T0);
+    a.sent(listPets, "acme", query({ status: "sold" }), T0);
+    a.answered(listPets, "acme", 200, T0);
+    b.sent(listPets, "acme", query({ status: "pending", limit: "5" }), T0 + 5000);
+    b.answered(listPets, "acme", 401, T0 + 5000);
+    const [merged, ...rest] = mergeRows([...a.rows(), ...b.rows()]);
+    assert.deepEqual(rest, []);
+    assert.deepEqual(merged, {
+      consumer: "acme",
+      operation: "listPets",
+      calls: 2,
+      firstSeen: "2026-11-24T10:00:00.000Z",
+      lastSeen: "2026-11-24T10:00:05.000Z",
+      parameters: ["status", "limit"],
+      values: { status: ["sold", "pending"] },
+      statuses: ["200", "401"],
+    });
+  });
+});

@@ -1,0 +1,82 @@
+// Usage memory over real HTTP: what each consumer relies on, per operation, on the ops port behind
+// the ops token (/usage), and written to the logs as "usage" lines when the gateway stops.
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import type { UsageReport } from "../policies/usage/index.ts";
+import { startGatewayOnDemoBackend, type GatewayOnDemoBackend } from "./support/gateway.ts";
+import { request } from "./support/http.ts";
+import { writeKeysFile } from "./support/keys.ts";
+import { mountSecret } from "./support/secret-mount.ts";
+
+const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex"]);
+const token = randomBytes(32).toString("base64url");
+
+describe("usage on the ops port and in the logs", () => {
+  let gw: GatewayOnDemoBackend;
+  let stopped = false;
+  before(async () => {
+    const secret = mountSecret("token", `${token}\n`);
+    gw = await startGatewayOnDemoBackend({
+      config: { opsTokenFile: secret.file, policies: { auth: { keysFile } } },
+    });
+    const call = (path: string, key?: string) =>
+      request(`${gw.url}${path}`, key === undefined ? {} : { key });
+    assert.equal((await call("/pets?status=sold&limit=5", keyOf("acme"))).status, 200);
+    assert.equal((await call("/pets?status=sold", keyOf("acme"))).status, 200);
+    // No limit sent: the limit policy defaults one, which is not the client's.
+    assert.equal((await call("/pets", keyOf("globex"))).status, 200);
+    assert.equal((await call("/pets/999999", keyOf("acme"))).status, 404);
+    assert.equal((await call("/pets")).status, 401);
+  });
+  after(async () => {
+    if (!stopped) await gw.close();
+  });
+
+  test("/usage needs the ops token", async () => {
+    assert.equal((await request(`${gw.opsUrl}/usage`)).status, 401);
+  });
+
+  test("/usage lists each consumer's calls, query names and enum values sent, and statuses received", async () => {
+    const answer = await request(`${gw.opsUrl}/usage`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(answer.status, 200);
+    const report = answer.json<UsageReport & { rowsMatching: number }>();
+    const rows = Object.fromEntries(
+      report.rows.map(({ consumer, operation, calls, parameters, values, statuses }) => [
+        `${consumer} ${operation}`,
+        { calls, parameters, values, statuses },
+      ]),
+    );
+    assert.deepEqual(rows, {
+      "acme listPets": {
+        calls: 2,
+        parameters: ["limit", "status"],
+        values: { status: ["sold"] },
+        statuses: ["200"],
+      },
+      "acme getPet": { calls: 1, parameters: [], values: {}, statuses: ["404"] },
+      "globex listPets": { calls: 1, parameters: [], values: {}, statuses: ["200"] },
+      "(no consumer) listPets": { calls: 1, parameters: [], values: {}, statuses: ["401"] },
+    });
+    assert.equal(report.evicted, 0);
+    const acme = await request(`${gw.opsUrl}/usage?consumer=acme&operation=getPet`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.deepEqual(
+      acme.json<UsageReport>().rows.map((row) => [row.consumer, row.operation]),
+      [["acme", "getPet"]],
+    );
+  });
+
+  test("a stopping gateway writes one usage line per consumer and operation called", async () => {
+    await gw.close();
+    stopped = true;
+    const lines = gw.logs.lines.filter((line) => line.msg === "usage");
+    assert.deepEqual(lines.map((line) => [line.consumer, line.operation, line.calls]).sort(), [
+      ["(no consumer)", "listPets", 1],
+      ["acme", "getPet", 1],
+      ["acme", "listPets", 2],
+      ["globex", "listPets", 1],
+    ]);
+  });
+});
