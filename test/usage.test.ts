@@ -7,6 +7,7 @@ import type { UsageReport } from "../policies/usage/index.ts";
 import { startGatewayOnDemoBackend, type GatewayOnDemoBackend } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
+import { runProgram } from "./support/processes.ts";
 import { mountSecret } from "./support/secret-mount.ts";
 
 const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex"]);
@@ -78,5 +79,35 @@ describe("usage on the ops port and in the logs", () => {
       ["acme", "listPets", 2],
       ["globex", "listPets", 1],
     ]);
+  });
+
+  test("npm run usage merges the usage lines of every replica: calls summed, names united", async () => {
+    if (!stopped) {
+      await gw.close();
+      stopped = true;
+    }
+    // Two replicas that served the same calls, and a line that only looks like one.
+    const lines = [...gw.logs.raw, ...gw.logs.raw, '{"msg":"usage","consumer":"x"}', "not json"];
+    const { code, stdout, stderr } = await runProgram(["scripts/usage.ts"], {
+      stdin: `${lines.join("\n")}\n`,
+    });
+    assert.equal(code, 0, stderr);
+    const merged = JSON.parse(stdout) as { usageLines: number; rows: UsageReport["rows"] };
+    assert.equal(merged.usageLines, 8);
+    assert.deepEqual(
+      merged.rows.map(({ consumer, operation, calls, parameters, statuses }) => [
+        operation,
+        consumer,
+        calls,
+        parameters,
+        statuses,
+      ]),
+      [
+        ["getPet", "acme", 2, [], ["404"]],
+        ["listPets", "(no consumer)", 2, [], ["401"]],
+        ["listPets", "acme", 4, ["limit", "status"], ["200"]],
+        ["listPets", "globex", 2, [], ["200"]],
+      ],
+    );
   });
 });

@@ -9,13 +9,13 @@ import type { ServerResponse } from "node:http";
 import type { JSONSchemaType } from "ajv";
 import { definePolicy, type OpsReport } from "../../src/policy.ts";
 import { slices } from "../../src/slices.ts";
+import { USAGE_MSG } from "./usage-log-lines.ts";
 import { mergeRows, UsageMemory, type UsageRow } from "./usage-memory.ts";
 
 export type { UsageRow } from "./usage-memory.ts";
+export { USAGE_MSG } from "./usage-log-lines.ts";
 export { mergeRows } from "./usage-memory.ts";
 
-/** The log line's message: npm run usage and the change review read these. */
-export const USAGE_MSG = "usage";
 /** Who called without being authenticated (a public operation, a refused key). */
 export const NO_CONSUMER = "(no consumer)";
 

@@ -233,25 +233,31 @@ function rowOf(layout: Layout, consumer: string, row: Row, calls: number): Usage
 export function mergeRows(rows: Iterable<UsageRow>): UsageRow[] {
   const merged = new Map<string, UsageRow>();
   for (const row of rows) {
-    const key = `${row.operation}\u0000${row.consumer}`;
-    const held = merged.get(key);
-    if (held === undefined) {
-      merged.set(key, row);
-      continue;
-    }
-    const union = (a: readonly string[], b: readonly string[]) => [...new Set([...a, ...b])];
-    const values: Record<string, string[]> = { ...held.values } as Record<string, string[]>;
-    for (const [name, list] of Object.entries(row.values)) values[name] = union(values[name] ?? [], list);
-    merged.set(key, {
-      consumer: row.consumer,
-      operation: row.operation,
-      calls: held.calls + row.calls,
-      firstSeen: row.firstSeen < held.firstSeen ? row.firstSeen : held.firstSeen,
-      lastSeen: row.lastSeen > held.lastSeen ? row.lastSeen : held.lastSeen,
-      parameters: union(held.parameters, row.parameters),
-      values,
-      statuses: union(held.statuses, row.statuses),
-    });
+    const key = rowKey(row);
+    merged.set(key, mergeRow(merged.get(key), row));
   }
   return [...merged.values()];
+}
+
+/** The key rows of one consumer and operation share. */
+export function rowKey(row: Pick<UsageRow, "consumer" | "operation">): string {
+  return `${row.operation}\u0000${row.consumer}`;
+}
+
+/** Two rows of one consumer and operation as one: calls summed, names united, the widest span. */
+export function mergeRow(held: UsageRow | undefined, row: UsageRow): UsageRow {
+  if (held === undefined) return row;
+  const union = (a: readonly string[], b: readonly string[]) => [...new Set([...a, ...b])];
+  const values: Record<string, string[]> = { ...held.values } as Record<string, string[]>;
+  for (const [name, list] of Object.entries(row.values)) values[name] = union(values[name] ?? [], list);
+  return {
+    consumer: row.consumer,
+    operation: row.operation,
+    calls: held.calls + row.calls,
+    firstSeen: row.firstSeen < held.firstSeen ? row.firstSeen : held.firstSeen,
+    lastSeen: row.lastSeen > held.lastSeen ? row.lastSeen : held.lastSeen,
+    parameters: union(held.parameters, row.parameters),
+    values,
+    statuses: union(held.statuses, row.statuses),
+  };
 }
