@@ -14,6 +14,7 @@ import { isAbsolute, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import policies from "../policies/index.ts";
+import { usageRowOf } from "../policies/usage/usage-log-lines.ts";
 import { ChangeReviewer, reviewExitCode } from "../src/change-review.ts";
 import { reviewJson, reviewMarkdown, reviewText } from "../src/change-review-text.ts";
 import { loadConfigForCommand } from "../src/config.ts";
@@ -146,7 +147,10 @@ async function review(values: Values, positionals: readonly string[]): Promise<n
     const input = source === "-" ? process.stdin : createReadStream(fromUserDirectory(source));
     try {
       for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
-        reviewer.readLine(line);
+        // A usage line (policies/usage) says a consumer's use in one line; others may be access lines.
+        const usage = usageRowOf(line);
+        if (usage === undefined) reviewer.readLine(line);
+        else reviewer.readUsage({ ...usage, lastSeen: Date.parse(usage.lastSeen) });
       }
     } catch (error) {
       process.stderr.write(`plan: cannot read the logs ${source}: ${(error as Error).message}\n`);

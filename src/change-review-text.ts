@@ -33,7 +33,12 @@ function logsLine(review: ChangeReview): string {
   if (logs === undefined) return "logs: none given (--logs): who each breaking change hits is unknown";
   const span =
     logs.from === undefined || logs.to === undefined ? "" : ` (${day(logs.from)} to ${day(logs.to)})`;
-  return `logs: ${plural(logs.lines, "line")}, ${plural(logs.calls, "call")} in the ${count(review.days)} days to ${day(review.now)}${span}`;
+  // Without access lines, the usage lines (policies/usage) are what the review read.
+  const read =
+    logs.calls === 0 && logs.usageLines > 0
+      ? plural(logs.usageLines, "usage line")
+      : plural(logs.calls, "call");
+  return `logs: ${plural(logs.lines, "line")}, ${read} in the ${count(review.days)} days to ${day(review.now)}${span}`;
 }
 
 /** What the logs say about one breaking change, one line per consumer. */

@@ -6,6 +6,10 @@
 // lines do not hold (request-body members, response members, path values) is said "not
 // recorded", with the operation's callers, who may rely on it.
 //
+// The usage policy's log lines ("usage": per consumer and operation, the calls, the query names
+// and enum values sent, the statuses received) say the same in far fewer lines: when the logs
+// hold no access line in the window, the review reads those instead.
+//
 // Read the same bounded, linear way as the deprecation report: one pass over the lines, each
 // parsed once, and per breaking change at most `maxConsumers` consumers kept (the least recently
 // seen forgotten, and counted).
@@ -36,6 +40,18 @@ export interface ConsumerUse {
   readonly lastSeen: number;
 }
 
+/** One consumer's use of one operation as a usage log line records it (policies/usage). */
+export interface RecordedUsage {
+  readonly consumer: string;
+  readonly operation: string;
+  readonly calls: number;
+  /** Epoch milliseconds. */
+  readonly lastSeen: number;
+  readonly parameters: readonly string[];
+  readonly values: Readonly<Record<string, readonly string[]>>;
+  readonly statuses: readonly string[];
+}
+
 export interface ReviewedChange extends DocumentDifference {
   /** Breaking changes only: whom the logs show it breaks. */
   readonly usage?: {
@@ -63,6 +79,8 @@ export interface ChangeReview {
         readonly lines: number;
         /** Access lines within the window. */
         readonly calls: number;
+        /** Usage lines within the window (read for the review when no access line is). */
+        readonly usageLines: number;
         readonly from: number | undefined;
         readonly to: number | undefined;
       }
@@ -88,8 +106,39 @@ interface Call {
 interface Probe {
   readonly attribution: Attribution;
   matches(call: Call): boolean;
-  readonly seen: LRUCache<string, { calls: number; lastSeen: number }>;
-  forgotten: number;
+  readonly seen: Tally;
+  readonly rows: { readonly attribution: Attribution; matches(row: RecordedUsage): boolean };
+  readonly rowsSeen: Tally;
+}
+
+/** Calls and last seen by consumer, at most so many consumers. */
+class Tally {
+  readonly #max: number;
+  readonly #seen: LRUCache<string, { calls: number; lastSeen: number }>;
+  forgotten = 0;
+
+  constructor(max: number) {
+    this.#max = max;
+    this.#seen = new LRUCache({ max });
+  }
+
+  add(consumer: string, calls: number, at: number): void {
+    const held = this.#seen.get(consumer);
+    if (held !== undefined) {
+      held.calls += calls;
+      if (at > held.lastSeen) held.lastSeen = at;
+      return;
+    }
+    if (this.#seen.size >= this.#max) this.forgotten++;
+    this.#seen.set(consumer, { calls, lastSeen: at });
+  }
+
+  /** Most calls first, then the most recently seen. */
+  consumers(): ConsumerUse[] {
+    return [...this.#seen.entries()]
+      .map(([consumer, { calls, lastSeen }]) => ({ consumer, calls, lastSeen }))
+      .sort((a, b) => b.calls - a.calls || b.lastSeen - a.lastSeen || (a.consumer < b.consumer ? -1 : 1));
+  }
 }
 
 export interface ReviewOptions {
@@ -109,6 +158,7 @@ export class ChangeReviewer {
   readonly #since: number;
   #lines = 0;
   #calls = 0;
+  #usageLines = 0;
   #from = Number.POSITIVE_INFINITY;
   #to = Number.NEGATIVE_INFINITY;
   #read = false;
@@ -132,8 +182,9 @@ export class ChangeReviewer {
       return {
         attribution: rule.attribution,
         matches: rule.matches,
-        seen: new LRUCache({ max: options.maxConsumers }),
-        forgotten: 0,
+        seen: new Tally(options.maxConsumers),
+        rows: rowMatcherOf(difference, old, now),
+        rowsSeen: new Tally(options.maxConsumers),
       };
     });
     this.#needsQuery = needsQuery;
@@ -160,15 +211,20 @@ export class ChangeReviewer {
       query: this.#needsQuery && typeof path === "string" ? queryOf(path) : NO_QUERY,
     };
     for (const probe of this.#probes) {
-      if (probe === undefined || !probe.matches(call)) continue;
-      const held = probe.seen.get(call.consumer);
-      if (held !== undefined) {
-        held.calls++;
-        if (at > held.lastSeen) held.lastSeen = at;
-        continue;
-      }
-      if (probe.seen.size >= this.#options.maxConsumers) probe.forgotten++;
-      probe.seen.set(call.consumer, { calls: 1, lastSeen: at });
+      if (probe?.matches(call)) probe?.seen.add(call.consumer, 1, at);
+    }
+  }
+
+  /** One usage line (parsed by the caller): counted when its last call is within the window. */
+  readUsage(row: RecordedUsage): void {
+    this.#read = true;
+    this.#lines++;
+    if (row.lastSeen < this.#since || row.lastSeen > this.#options.now) return;
+    this.#usageLines++;
+    if (row.lastSeen < this.#from) this.#from = row.lastSeen;
+    if (row.lastSeen > this.#to) this.#to = row.lastSeen;
+    for (const probe of this.#probes) {
+      if (probe?.rows.matches(row)) probe.rowsSeen.add(row.consumer, row.calls, row.lastSeen);
     }
   }
 
@@ -179,15 +235,16 @@ export class ChangeReviewer {
 
   review(): ChangeReview {
     const { running, candidate, differences, now, days } = this.#options;
+    // Access lines say each call; usage lines only when the logs hold none in the window.
+    const fromUsage = this.#calls === 0 && this.#usageLines > 0;
     const changes = differences.map((difference, index): ReviewedChange => {
       const probe = this.#probes[index];
       if (probe === undefined || !this.#read) return difference;
-      const consumers = [...probe.seen.entries()]
-        .map(([consumer, { calls, lastSeen }]) => ({ consumer, calls, lastSeen }))
-        .sort((a, b) => b.calls - a.calls || b.lastSeen - a.lastSeen || (a.consumer < b.consumer ? -1 : 1));
+      const tally = fromUsage ? probe.rowsSeen : probe.seen;
+      const attribution = fromUsage ? probe.rows.attribution : probe.attribution;
       return {
         ...difference,
-        usage: { attribution: probe.attribution, consumers, forgotten: probe.forgotten },
+        usage: { attribution, consumers: tally.consumers(), forgotten: tally.forgotten },
       };
     });
     return {
@@ -199,8 +256,9 @@ export class ChangeReviewer {
         ? {
             lines: this.#lines,
             calls: this.#calls,
-            from: this.#calls === 0 ? undefined : this.#from,
-            to: this.#calls === 0 ? undefined : this.#to,
+            usageLines: this.#usageLines,
+            from: this.#from > this.#to ? undefined : this.#from,
+            to: this.#from > this.#to ? undefined : this.#to,
           }
         : undefined,
       changes,
@@ -319,4 +377,54 @@ function statusMatches(status: number | undefined, written: string, others: read
   // "4XX" covers a 404 only when 404 is not written on its own.
   if (written.endsWith("XX") && others.includes(text)) return false;
   return covers(written);
+}
+
+/**
+ * Which usage lines a breaking difference breaks: the same rules as matcherOf, over what a usage
+ * line holds (names sent, enum values sent, statuses received, no single call's query).
+ */
+function rowMatcherOf(
+  difference: DocumentDifference,
+  old: Operation | undefined,
+  now: Operation | undefined,
+): { readonly attribution: Attribution; matches(row: RecordedUsage): boolean } {
+  const id = difference.operation;
+  const ofOperation = (row: RecordedUsage) => row.operation === id;
+  const calls = (matches: (row: RecordedUsage) => boolean) => ({ attribution: "calls" as const, matches });
+  if (difference.kind === "base-path-changed") return calls(() => true);
+  if (old === undefined) return calls(ofOperation);
+  const location = difference.location ?? "";
+  if (location.startsWith(QUERY_PARAMETER)) {
+    const name = location.slice(QUERY_PARAMETER.length);
+    const sent = (row: RecordedUsage) => ofOperation(row) && row.parameters.includes(name);
+    if (difference.kind === "parameter-removed") return calls(sent);
+    // A consumer that sent it every time is not told apart from one that sometimes did not.
+    if (difference.kind === "parameter-made-required")
+      return { attribution: "callers", matches: (row) => ofOperation(row) && !row.parameters.includes(name) };
+    const before = old.queryParameters.get(name);
+    const after = now?.queryParameters.get(name);
+    // Values are recorded for enum parameters only: others name whoever sent the parameter.
+    if (before === undefined || after === undefined || !Array.isArray(before.schema.enum))
+      return { attribution: "callers", matches: sent };
+    return calls(
+      (row) =>
+        ofOperation(row) &&
+        (row.values[name] ?? []).some(
+          (value) => checkParameter(before, value).ok && !checkParameter(after, value).ok,
+        ),
+    );
+  }
+  switch (difference.kind) {
+    case "operation-removed":
+    case "security-strengthened":
+    case "sunset-earlier":
+    case "status-added":
+      return calls(ofOperation);
+    case "status-removed": {
+      const written = location.split(" ")[1] ?? "";
+      return calls((row) => ofOperation(row) && row.statuses.includes(written));
+    }
+    default:
+      return { attribution: "callers", matches: ofOperation };
+  }
 }

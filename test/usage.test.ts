@@ -2,11 +2,15 @@
 // the ops token (/usage), and written to the logs as "usage" lines when the gateway stops.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { UsageReport } from "../policies/usage/index.ts";
-import { startGatewayOnDemoBackend, type GatewayOnDemoBackend } from "./support/gateway.ts";
+import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
+import { type GatewayOnDemoBackend, startGatewayOnDemoBackend } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
+import { writeDocumentFiles } from "./support/openapi-documents.ts";
 import { runProgram } from "./support/processes.ts";
 import { mountSecret } from "./support/secret-mount.ts";
 
@@ -108,6 +112,33 @@ describe("usage on the ops port and in the logs", () => {
         ["listPets", "acme", 4, ["limit", "status"], ["200"]],
         ["listPets", "globex", 2, [], ["200"]],
       ],
+    );
+  });
+
+  test("the change review reads a real gateway's usage lines: who sent a value the candidate removes", async () => {
+    if (!stopped) {
+      await gw.close();
+      stopped = true;
+    }
+    const usageLines = gw.logs.raw.filter((line) => line.includes('"msg":"usage"'));
+    const document = JSON.parse(readFileSync(DEFAULT_OPENAPI_FILE, "utf8"));
+    document.components.schemas.PetStatus.enum = ["available", "pending"];
+    const folder = writeDocumentFiles({
+      "candidate.json": document,
+      "usage.log": `${usageLines.join("\n")}\n`,
+    });
+    const { code, stdout, stderr } = await runProgram([
+      "scripts/plan.ts",
+      "--against",
+      join(folder, "candidate.json"),
+      "--logs",
+      join(folder, "usage.log"),
+    ]);
+    assert.equal(code, 1, stderr);
+    assert.match(stdout, /usage lines in the 30 days/);
+    assert.match(
+      stdout,
+      /query parameter status: the value "sold" is removed \[request\]\n {6}acme: 2 calls, last today\n/,
     );
   });
 });

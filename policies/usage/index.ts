@@ -12,8 +12,8 @@ import { slices } from "../../src/slices.ts";
 import { USAGE_MSG } from "./usage-log-lines.ts";
 import { mergeRows, UsageMemory, type UsageRow } from "./usage-memory.ts";
 
-export type { UsageRow } from "./usage-memory.ts";
 export { USAGE_MSG } from "./usage-log-lines.ts";
+export type { UsageRow } from "./usage-memory.ts";
 export { mergeRows } from "./usage-memory.ts";
 
 /** Who called without being authenticated (a public operation, a refused key). */

@@ -7,7 +7,13 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { type ChangeReview, ChangeReviewer, NO_CONSUMER, reviewExitCode } from "../../src/change-review.ts";
+import {
+  type ChangeReview,
+  ChangeReviewer,
+  NO_CONSUMER,
+  type RecordedUsage,
+  reviewExitCode,
+} from "../../src/change-review.ts";
 import { reviewJson, reviewMarkdown, reviewText } from "../../src/change-review-text.ts";
 import { diffDocuments } from "../../src/document-diff.ts";
 import { type ApiDescription, loadApiDescription } from "../../src/openapi.ts";
@@ -218,6 +224,7 @@ describe("reading the logs", () => {
     assert.deepEqual(review.logs, {
       lines: LOG_LINES.length,
       calls: 10,
+      usageLines: 0,
       from: Date.parse("2026-11-20T08:00:00Z"),
       to: Date.parse("2026-11-24T18:00:00Z"),
     });
@@ -343,3 +350,75 @@ function diffOne() {
   assert.ok(added);
   return added;
 }
+
+describe("usage lines (policies/usage) when the logs hold no access line", () => {
+  const acme: RecordedUsage = {
+    consumer: "acme",
+    operation: "listPets",
+    calls: 1204,
+    lastSeen: Date.parse("2026-11-23T10:00:00Z"),
+    parameters: ["limit", "status"],
+    values: { status: ["sold"] },
+    statuses: ["200"],
+  };
+  const globex: RecordedUsage = { ...acme, consumer: "globex", calls: 310, parameters: [], values: {} };
+  const reviewUsage = (
+    change: (d: Document) => void,
+    rows: readonly RecordedUsage[],
+    lines: readonly string[] = [],
+  ) => {
+    const candidate = structuredClone(PET_STORE);
+    change(candidate);
+    const api = loadDocument(candidate);
+    const reviewer = new ChangeReviewer({
+      running: { name: "running.json", api: RUNNING },
+      candidate: { name: "candidate.json", api },
+      differences: diffDocuments(RUNNING, api),
+      now: NOW,
+      days: DAYS,
+      maxConsumers: 100,
+    });
+    reviewer.markLogsGiven();
+    for (const row of rows) reviewer.readUsage(row);
+    for (const line of lines) reviewer.readLine(line);
+    return reviewer.review();
+  };
+  const withoutSold = (d: Document) => {
+    listPets(d).parameters[1].schema = { type: "string", enum: ["available", "pending"] };
+  };
+
+  test("an enum value removed names the consumers whose lines list it, with their calls", () => {
+    const review = reviewUsage(withoutSold, [
+      acme,
+      globex,
+      { ...acme, consumer: "old", lastSeen: Date.parse("2026-10-01T00:00:00Z") },
+    ]);
+    assert.deepEqual(hits(review, "enum-value-removed", "query parameter status"), { acme: 1204 });
+    assert.equal(review.logs?.usageLines, 2);
+    assert.match(reviewText(review), /logs: 3 lines, 2 usage lines in the 7 days/);
+  });
+
+  test("a bound on a parameter without an enum names whoever sent it, as callers: values are not recorded", () => {
+    const review = reviewUsage(
+      (d) => {
+        listPets(d).parameters[0].schema.maximum = 50;
+      },
+      [acme, globex],
+    );
+    assert.deepEqual(hits(review, "bound-tightened"), { acme: 1204 });
+    assert.equal(attribution(review, "bound-tightened"), "callers");
+  });
+
+  test("a status removed names those whose lines list it", () => {
+    const review = reviewUsage(
+      (d) => delete listPets(d).responses["200"],
+      [acme, { ...globex, statuses: ["401"] }],
+    );
+    assert.deepEqual(hits(review, "status-removed"), { acme: 1204 });
+  });
+
+  test("access lines in the window win: usage lines are not counted twice", () => {
+    const review = reviewUsage(withoutSold, [acme], LOG_LINES);
+    assert.deepEqual(hits(review, "enum-value-removed", "query parameter status"), { acme: 2 });
+  });
+});
