@@ -323,6 +323,33 @@ describe("formats", () => {
     assert.match(shown, /x\\\|&lt;img&gt;: 1 call/);
   });
 
+  test("text prints no control character of a consumer's or a document's; json escapes them", () => {
+    const reviewer = new ChangeReviewer({
+      running: { name: "running.json", api: RUNNING },
+      candidate: { name: "candidate.json", api: RUNNING },
+      differences: [{ ...diffOne(), message: "gone\u001b]0;owned\u0007" }],
+      now: NOW,
+      days: DAYS,
+      maxConsumers: 10,
+    });
+    reviewer.markLogsGiven();
+    reviewer.readLine(
+      JSON.stringify({
+        time: "2026-11-24T00:00:00.000Z",
+        operation: "listPets",
+        consumer: "evil\u001b[2J\u202etxt.exe\rfake",
+        msg: "request",
+      }),
+    );
+    const review = reviewer.review();
+    const text = reviewText(review);
+    assert.doesNotMatch(text, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
+    assert.match(text, /evil\[2Jtxt\.exefake: 1 call/);
+    const json = reviewJson(review);
+    assert.match(json, /\\u202e/);
+    assert.equal(JSON.parse(json).changes[0].usage.consumers[0].consumer, "evil\u001b[2J\u202etxt.exe\rfake");
+  });
+
   test("json: the differences with their usage, dates as ISO instants, and the exit code", () => {
     const data = JSON.parse(reviewJson(review));
     assert.equal(data.exitCode, 1);
