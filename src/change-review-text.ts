@@ -155,3 +155,15 @@ function code(text: string): string {
 function unicodeEscape(character: string): string {
   return `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
 }
+
+/** One line per breaking change, with whom it breaks: what a reload logs as advice. */
+export function reviewAdvice(review: ChangeReview): string[] {
+  return review.changes
+    .filter((change) => change.breaking)
+    .map((change) =>
+      `${where(change)}${change.message}: ${usageLines(review, change).join(" ")}`.replace(
+        TERMINAL_CONTROLS,
+        "",
+      ),
+    );
+}

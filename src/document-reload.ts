@@ -128,6 +128,7 @@ export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
   ): Prepared | { readonly refused: ReloadOutcome } => {
     const running = versions.current();
     const differences = diffDocuments(running.api, api);
+    adviseOnChange(logger, running, api, differences, why);
     const refusal = refusalOf(differences, config.document.allowBreaking);
     if (refusal !== undefined) return { refused: refuse(why, "refused", refusal, differences) };
     let version: DocumentVersion;
@@ -288,4 +289,29 @@ export function logReloaded(
     },
     "document reloaded",
   );
+}
+
+/**
+ * Whom a candidate's breaking changes would break, as the running version's policies remember
+ * (the usage policy): one warn line of advice, whether the reload then refuses the candidate or
+ * takes it (document.allowBreaking). A policy that throws here costs the advice, not the reload.
+ */
+function adviseOnChange(
+  logger: Logger,
+  running: DocumentVersion,
+  candidate: ApiDescription,
+  differences: readonly DocumentDifference[],
+  why: string,
+): void {
+  if (!differences.some((difference) => difference.breaking)) return;
+  for (const { name, instance } of running.policies) {
+    let advice: readonly string[];
+    try {
+      advice = instance.adviseOnChange?.(candidate, differences) ?? [];
+    } catch (error) {
+      logger.error({ policy: name, phase: "adviseOnChange", error: String(error) }, "policy failed");
+      continue;
+    }
+    if (advice.length > 0) logger.warn({ why, policy: name, advice }, "document change review");
+  }
 }

@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from "n
 import type { JSONSchemaType } from "ajv";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import type { DocumentDifference } from "./document-diff.ts";
 import type { GatewayError, PolicyErrors } from "./errors.ts";
 import type { ApiDescription, Operation } from "./openapi.ts";
 
@@ -186,6 +187,12 @@ export interface PolicyInstance {
    * process itself. `why` is for the log line.
    */
   reload?(why: string): void | Promise<void>;
+  /**
+   * A reload is judging a candidate with breaking differences: what the policy remembers says
+   * whom each would break (the usage policy). One line per breaking change, logged as advice by
+   * the reload, never a reason to refuse; an empty list says nothing.
+   */
+  adviseOnChange?(candidate: ApiDescription, differences: readonly DocumentDifference[]): readonly string[];
   close?(): void | Promise<void>;
 }
 

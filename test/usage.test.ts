@@ -1,8 +1,9 @@
 // Usage memory over real HTTP: what each consumer relies on, per operation, on the ops port behind
-// the ops token (/usage), and written to the logs as "usage" lines when the gateway stops.
+// the ops token (/usage), written to the logs as "usage" lines when the gateway stops, read by the
+// change review, and asked at a reload whom a candidate breaks.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { UsageReport } from "../policies/usage/index.ts";
@@ -139,6 +140,42 @@ describe("usage on the ops port and in the logs", () => {
     assert.match(
       stdout,
       /query parameter status: the value "sold" is removed \[request\]\n {6}acme: 2 calls, last today\n/,
+    );
+  });
+});
+
+describe("at a reload, the change review is logged as advice", () => {
+  let gw: GatewayOnDemoBackend;
+  let file: string;
+  before(async () => {
+    file = join(
+      writeDocumentFiles({ "openapi.json": readFileSync(DEFAULT_OPENAPI_FILE, "utf8") }),
+      "openapi.json",
+    );
+    gw = await startGatewayOnDemoBackend({ config: { openapi: file, policies: { auth: { keysFile } } } });
+    assert.equal((await request(`${gw.url}/pets?status=sold`, { key: keyOf("acme") })).status, 200);
+    assert.equal((await request(`${gw.url}/pets`, { key: keyOf("globex") })).status, 200);
+  });
+  after(async () => {
+    await gw.close();
+  });
+
+  test("a breaking candidate is refused, and the advice names who sent what it removes", async () => {
+    const document = JSON.parse(readFileSync(file, "utf8"));
+    document.components.schemas.PetStatus.enum = ["available", "pending"];
+    writeFileSync(file, JSON.stringify(document));
+    const outcome = await gw.gateway.document.reload("test");
+    assert.equal(outcome.result, "refused");
+    const [advice, ...more] = gw.logs.lines.filter((line) => line.msg === "document change review");
+    assert.deepEqual(more, []);
+    assert.equal(advice?.level, "warn");
+    assert.equal(advice?.policy, "usage");
+    const lines = advice?.advice as string[];
+    assert.ok(
+      lines.includes(
+        'listPets (GET /pets): query parameter status: the value "sold" is removed: acme: 1 call, last today',
+      ),
+      lines.join("\n"),
     );
   });
 });

@@ -7,6 +7,8 @@
 // sent them (before the limit policy defaults one), and the status of every answer.
 import type { ServerResponse } from "node:http";
 import type { JSONSchemaType } from "ajv";
+import { ChangeReviewer, DAY_MS } from "../../src/change-review.ts";
+import { reviewAdvice } from "../../src/change-review-text.ts";
 import { definePolicy, type OpsReport } from "../../src/policy.ts";
 import { slices } from "../../src/slices.ts";
 import { USAGE_MSG } from "./usage-log-lines.ts";
@@ -158,6 +160,21 @@ export default definePolicy<UsageOptions>({
             rows,
           };
         },
+      },
+      // At a reload: the change review against what this process remembers, since it started.
+      adviseOnChange(candidate, differences) {
+        const at = now();
+        const reviewer = new ChangeReviewer({
+          running: { name: "running", api },
+          candidate: { name: "candidate", api: candidate },
+          differences,
+          now: at,
+          days: Math.max(1, Math.ceil((at - memory.countingSince) / DAY_MS)),
+          maxConsumers: options.maxConsumers,
+        });
+        reviewer.markLogsGiven();
+        for (const row of memory.rows()) reviewer.readUsage({ ...row, lastSeen: Date.parse(row.lastSeen) });
+        return reviewAdvice(reviewer.review());
       },
       async close() {
         if (timer !== undefined) clearInterval(timer);
