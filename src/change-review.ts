@@ -50,6 +50,10 @@ export interface RecordedUsage {
   readonly parameters: readonly string[];
   readonly values: Readonly<Record<string, readonly string[]>>;
   readonly statuses: readonly string[];
+  /** JSON request-body members sent, as pointers into the schema. */
+  readonly members: readonly string[];
+  /** For an enum member, the values sent, by pointer. */
+  readonly memberValues: Readonly<Record<string, readonly string[]>>;
 }
 
 export interface ReviewedChange extends DocumentDifference {
@@ -107,7 +111,7 @@ interface Probe {
   readonly attribution: Attribution;
   matches(call: Call): boolean;
   readonly seen: Tally;
-  readonly rows: { readonly attribution: Attribution; matches(row: RecordedUsage): boolean };
+  readonly rows: RowMatcher;
   readonly rowsSeen: Tally;
 }
 
@@ -235,11 +239,13 @@ export class ChangeReviewer {
 
   review(): ChangeReview {
     const { running, candidate, differences, now, days } = this.#options;
-    // Access lines say each call; usage lines only when the logs hold none in the window.
-    const fromUsage = this.#calls === 0 && this.#usageLines > 0;
+    // Access lines say each call; usage lines only when the logs hold none in the window, but
+    // for request-body members, which only usage lines hold.
+    const usageOnly = this.#calls === 0 && this.#usageLines > 0;
     const changes = differences.map((difference, index): ReviewedChange => {
       const probe = this.#probes[index];
       if (probe === undefined || !this.#read) return difference;
+      const fromUsage = usageOnly || (probe.rows.members === true && this.#usageLines > 0);
       const tally = fromUsage ? probe.rowsSeen : probe.seen;
       const attribution = fromUsage ? probe.rows.attribution : probe.attribution;
       return {
@@ -379,21 +385,58 @@ function statusMatches(status: number | undefined, written: string, others: read
   return covers(written);
 }
 
+interface RowMatcher {
+  readonly attribution: Attribution;
+  /** Request-body members: only usage lines hold them, so they are read even beside access lines. */
+  readonly members?: boolean;
+  matches(row: RecordedUsage): boolean;
+}
+
+const REQUEST_BODY = "request body ";
+
 /**
  * Which usage lines a breaking difference breaks: the same rules as matcherOf, over what a usage
- * line holds (names sent, enum values sent, statuses received, no single call's query).
+ * line holds (names sent, enum values sent, statuses received, request-body members sent, no
+ * single call's query).
  */
 function rowMatcherOf(
   difference: DocumentDifference,
   old: Operation | undefined,
   now: Operation | undefined,
-): { readonly attribution: Attribution; matches(row: RecordedUsage): boolean } {
+): RowMatcher {
   const id = difference.operation;
   const ofOperation = (row: RecordedUsage) => row.operation === id;
   const calls = (matches: (row: RecordedUsage) => boolean) => ({ attribution: "calls" as const, matches });
   if (difference.kind === "base-path-changed") return calls(() => true);
   if (old === undefined) return calls(ofOperation);
   const location = difference.location ?? "";
+  const pointer = difference.pointer;
+  if (location.startsWith(REQUEST_BODY) && pointer !== undefined && pointer !== "") {
+    const sent = (row: RecordedUsage) => ofOperation(row) && row.members.includes(pointer);
+    switch (difference.kind) {
+      case "member-removed":
+        return { attribution: "calls", members: true, matches: sent };
+      // A consumer that sent it every time is not told apart from one that sometimes did not.
+      case "member-made-required":
+        return {
+          attribution: "callers",
+          members: true,
+          matches: (row) => ofOperation(row) && !row.members.includes(pointer),
+        };
+      case "enum-value-removed": {
+        const text =
+          typeof difference.value === "string" ? difference.value : JSON.stringify(difference.value);
+        return {
+          attribution: "calls",
+          members: true,
+          matches: (row) => ofOperation(row) && (row.memberValues[pointer] ?? []).includes(text),
+        };
+      }
+      // A type, bound or pattern changed: the values are not recorded, whoever sent the member is named.
+      default:
+        return { attribution: "callers", members: true, matches: sent };
+    }
+  }
   if (location.startsWith(QUERY_PARAMETER)) {
     const name = location.slice(QUERY_PARAMETER.length);
     const sent = (row: RecordedUsage) => ofOperation(row) && row.parameters.includes(name);

@@ -74,6 +74,8 @@ export interface DocumentDifference {
   readonly pointer: string | undefined;
   /** One line for a person: what changed, old and new. */
   readonly message: string;
+  /** The enum value removed or added (enum-value-*): recorded usage names the values sent. */
+  readonly value?: unknown;
 }
 
 /** How far into nested schemas the comparison goes: deeper than any real document, and a bound on the work. */
@@ -102,6 +104,7 @@ export function diffDocuments(running: ApiDescription, candidate: ApiDescription
     pointer: string | undefined,
     message: string,
     weakensSecurity = false,
+    value?: unknown,
   ) =>
     found.push({
       kind,
@@ -114,6 +117,7 @@ export function diffDocuments(running: ApiDescription, candidate: ApiDescription
       location,
       pointer,
       message,
+      ...(value === undefined ? {} : { value }),
     });
 
   if (running.basePath !== candidate.basePath) {
@@ -185,6 +189,7 @@ type Add = (
   pointer: string | undefined,
   message: string,
   weakensSecurity?: boolean,
+  value?: unknown,
 ) => void;
 
 function diffOperation(
@@ -703,8 +708,18 @@ function isObject(value: unknown): value is Record<string, unknown> {
 function compareNode(o: Flat, n: Flat, pointer: string, where: Where, add: Add): void {
   const request = where.direction === "request";
   const place = `${where.location}${pointer === "" ? "" : ` at ${pointer}`}`;
-  const report = (kind: DifferenceKind, breaking: boolean, message: string) =>
-    add(kind, breaking, where.direction, where.operation, where.location, pointer, `${place}: ${message}`);
+  const report = (kind: DifferenceKind, breaking: boolean, message: string, value?: unknown) =>
+    add(
+      kind,
+      breaking,
+      where.direction,
+      where.operation,
+      where.location,
+      pointer,
+      `${place}: ${message}`,
+      false,
+      value,
+    );
 
   if (o.types !== undefined || n.types !== undefined) {
     const before = o.types;
@@ -732,7 +747,7 @@ function compareNode(o: Flat, n: Flat, pointer: string, where: Where, add: Add):
     const added =
       after === undefined ? [] : before === undefined ? [] : after.filter((value) => !has(before, value));
     for (const value of removed) {
-      report("enum-value-removed", request, `the value ${JSON.stringify(value)} is removed`);
+      report("enum-value-removed", request, `the value ${JSON.stringify(value)} is removed`, value);
     }
     for (const value of added) {
       report(
@@ -741,6 +756,7 @@ function compareNode(o: Flat, n: Flat, pointer: string, where: Where, add: Add):
         request
           ? `the value ${JSON.stringify(value)} is added`
           : `may now be ${JSON.stringify(value)}, a value a client switching over them does not know`,
+        value,
       );
     }
     if (before === undefined && after !== undefined)

@@ -155,6 +155,19 @@ describe("at a reload, the change review is logged as advice", () => {
     gw = await startGatewayOnDemoBackend({ config: { openapi: file, policies: { auth: { keysFile } } } });
     assert.equal((await request(`${gw.url}/pets?status=sold`, { key: keyOf("acme") })).status, 200);
     assert.equal((await request(`${gw.url}/pets`, { key: keyOf("globex") })).status, 200);
+    const pet = JSON.stringify({ name: "Rex", categoryId: 1, status: "sold" });
+    assert.equal(
+      (await request(`${gw.url}/pets`, { key: keyOf("globex"), method: "POST", body: pet })).status,
+      201,
+    );
+  });
+
+  test("/usage lists the request-body members sent, as pointers, and the enum member's values", async () => {
+    const report = (await request(`${gw.opsUrl}/usage?operation=createPet`)).json<UsageReport>();
+    assert.deepEqual(
+      report.rows.map(({ consumer, members, memberValues }) => [consumer, members, memberValues]),
+      [["globex", ["/name", "/categoryId", "/status"], { "/status": ["sold"] }]],
+    );
   });
   after(async () => {
     await gw.close();
@@ -174,6 +187,13 @@ describe("at a reload, the change review is logged as advice", () => {
     assert.ok(
       lines.includes(
         'listPets (GET /pets): query parameter status: the value "sold" is removed: acme: 1 call, last today',
+      ),
+      lines.join("\n"),
+    );
+    // Only the usage memory holds what a body sent: the review names who sent "sold" in one.
+    assert.ok(
+      lines.includes(
+        'createPet (POST /pets): request body application/json at /status: the value "sold" is removed: globex: 1 call, last today',
       ),
       lines.join("\n"),
     );

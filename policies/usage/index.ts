@@ -139,6 +139,12 @@ export default definePolicy<UsageOptions>({
             memory.sent(operation, exchange.consumer ?? NO_CONSUMER, exchange.query, now());
             return undefined;
           },
+          // Request validation runs later: the body may not be JSON, which records nothing.
+          onRequestBody(exchange) {
+            if (exchange.body !== undefined)
+              memory.sentBody(operation, exchange.consumer ?? NO_CONSUMER, exchange.body, now());
+            return undefined;
+          },
           onReply(exchange, status) {
             memory.answered(operation, exchange.consumer ?? NO_CONSUMER, status, now());
           },

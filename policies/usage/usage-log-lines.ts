@@ -15,13 +15,22 @@ export function usageRowOf(line: string): UsageRow | undefined {
   const entry = logEntry(line, USAGE_MSG);
   if (entry === undefined) return undefined;
   const { consumer, operation, calls, firstSeen, lastSeen, parameters, values, statuses } = entry;
+  // Lines written before members were recorded have none.
+  const members = entry.members ?? [];
+  const memberValues = entry.memberValues ?? {};
   if (typeof consumer !== "string" || typeof operation !== "string") return undefined;
   if (typeof calls !== "number" || !Number.isSafeInteger(calls) || calls < 0) return undefined;
   if (typeof firstSeen !== "string" || typeof lastSeen !== "string") return undefined;
   if (!strings(parameters) || !strings(statuses)) return undefined;
-  if (values === null || typeof values !== "object" || Array.isArray(values)) return undefined;
-  const lists = Object.entries(values as Record<string, unknown>);
-  if (!lists.every(([, list]) => strings(list))) return undefined;
+  if (!strings(members)) return undefined;
+  const listsOf = (value: unknown) =>
+    value !== null && typeof value === "object" && !Array.isArray(value)
+      ? Object.entries(value as Record<string, unknown>)
+      : undefined;
+  const lists = listsOf(values);
+  const memberLists = listsOf(memberValues);
+  if (lists === undefined || !lists.every(([, list]) => strings(list))) return undefined;
+  if (memberLists === undefined || !memberLists.every(([, list]) => strings(list))) return undefined;
   return {
     consumer,
     operation,
@@ -31,6 +40,8 @@ export function usageRowOf(line: string): UsageRow | undefined {
     parameters,
     values: Object.fromEntries(lists) as Record<string, string[]>,
     statuses,
+    members,
+    memberValues: Object.fromEntries(memberLists) as Record<string, string[]>,
   };
 }
 

@@ -8,6 +8,7 @@
 // recently seen first out past a bound, and the evictions counted.
 import { LRUCache } from "lru-cache";
 import type { ApiDescription, Operation } from "../../src/openapi.ts";
+import { type MemberLayout, memberLayout, setSentMembers } from "./body-members.ts";
 
 /** One consumer's use of one operation, as the report and the log lines say it. */
 export interface UsageRow {
@@ -23,6 +24,10 @@ export interface UsageRow {
   readonly values: Readonly<Record<string, readonly string[]>>;
   /** The responses it received, as the document writes them ("200", "4XX", "default"). */
   readonly statuses: readonly string[];
+  /** JSON request-body members it sent, as pointers into the schema (`-` items, `*` others). */
+  readonly members: readonly string[];
+  /** For an enum member, the values of the enum it sent, by pointer. */
+  readonly memberValues: Readonly<Record<string, readonly string[]>>;
 }
 
 /** Which bit says what, for one operation. */
@@ -37,10 +42,12 @@ interface Layout {
   readonly fallback: number | undefined;
   /** Bit -> what it names, to read a row back. */
   readonly names: readonly {
-    readonly kind: "parameter" | "value" | "status";
+    readonly kind: "parameter" | "value" | "status" | "member" | "memberValue";
     readonly name: string;
     readonly value?: string;
   }[];
+  /** The JSON request body's members, when the operation takes one. */
+  readonly body: MemberLayout | undefined;
   readonly words: number;
 }
 
@@ -64,7 +71,7 @@ export class UsageMemory {
 
   constructor(api: ApiDescription, maxConsumers: number, now: number) {
     this.#layouts = new Map(
-      api.operations.map((operation, index) => [operation, layoutOf(operation, index)]),
+      api.operations.map((operation, index) => [operation, layoutOf(operation, index, api.schemas)]),
     );
     this.#operations = api.operations.length;
     this.#consumers = new LRUCache({
@@ -89,6 +96,20 @@ export class UsageMemory {
       const valueBit = layout.values.get(name)?.get(value);
       if (valueBit !== undefined) set(row.bits, valueBit);
     }
+  }
+
+  /** The JSON body a consumer sent to an operation (parsed here: not JSON, nothing is recorded). */
+  sentBody(operation: Operation, consumer: string, body: Buffer, at: number): void {
+    const layout = this.#layouts.get(operation);
+    if (layout?.body === undefined || layout.body.members.size === 0) return;
+    let value: unknown;
+    try {
+      value = JSON.parse(body.toString("utf8"));
+    } catch {
+      return;
+    }
+    const { bits } = this.#row(layout, consumer, at);
+    setSentMembers(layout.body, value, (bit) => set(bits, bit));
   }
 
   /** One answer a consumer received from an operation: a call. */
@@ -161,7 +182,7 @@ function isSet(bits: Uint32Array, bit: number): boolean {
   return (((bits[bit >>> 5] as number) >>> (bit & 31)) & 1) === 1;
 }
 
-function layoutOf(operation: Operation, index: number): Layout {
+function layoutOf(operation: Operation, index: number, schemas: Readonly<Record<string, unknown>>): Layout {
   const names: Layout["names"][number][] = [];
   const parameters = new Map<string, number>();
   const values = new Map<string, Map<string, number>>();
@@ -180,6 +201,18 @@ function layoutOf(operation: Operation, index: number): Layout {
     }
     values.set(parameter.name, bits);
   }
+  const json = operation.requestBody?.content.find((entry) => entry.json);
+  const body =
+    json === undefined
+      ? undefined
+      : memberLayout(json.schema, schemas, (pointer, value) => {
+          names.push(
+            value === undefined
+              ? { kind: "member", name: pointer }
+              : { kind: "memberValue", name: pointer, value },
+          );
+          return names.length - 1;
+        });
   const exact = new Map<number, number>();
   const ranges = new Map<number, number>();
   let fallback: number | undefined;
@@ -200,6 +233,7 @@ function layoutOf(operation: Operation, index: number): Layout {
     ranges,
     fallback,
     names,
+    body,
     words: Math.max(1, Math.ceil(names.length / 32)),
   };
 }
@@ -208,13 +242,17 @@ function rowOf(layout: Layout, consumer: string, row: Row, calls: number): Usage
   const parameters: string[] = [];
   const values: Record<string, string[]> = {};
   const statuses: string[] = [];
+  const members: string[] = [];
+  const memberValues: Record<string, string[]> = {};
   layout.names.forEach((named, bit) => {
     if (!isSet(row.bits, bit)) return;
     if (named.kind === "parameter") parameters.push(named.name);
     else if (named.kind === "status") statuses.push(named.name);
+    else if (named.kind === "member") members.push(named.name);
     else {
-      values[named.name] ??= [];
-      values[named.name]?.push(named.value as string);
+      const into = named.kind === "value" ? values : memberValues;
+      into[named.name] ??= [];
+      into[named.name]?.push(named.value as string);
     }
   });
   return {
@@ -226,6 +264,8 @@ function rowOf(layout: Layout, consumer: string, row: Row, calls: number): Usage
     parameters,
     values,
     statuses,
+    members,
+    memberValues,
   };
 }
 
@@ -248,8 +288,14 @@ export function rowKey(row: Pick<UsageRow, "consumer" | "operation">): string {
 export function mergeRow(held: UsageRow | undefined, row: UsageRow): UsageRow {
   if (held === undefined) return row;
   const union = (a: readonly string[], b: readonly string[]) => [...new Set([...a, ...b])];
-  const values: Record<string, string[]> = { ...held.values } as Record<string, string[]>;
-  for (const [name, list] of Object.entries(row.values)) values[name] = union(values[name] ?? [], list);
+  const unite = (
+    a: Readonly<Record<string, readonly string[]>>,
+    b: Readonly<Record<string, readonly string[]>>,
+  ) => {
+    const all: Record<string, string[]> = { ...a } as Record<string, string[]>;
+    for (const [name, list] of Object.entries(b)) all[name] = union(all[name] ?? [], list);
+    return all;
+  };
   return {
     consumer: row.consumer,
     operation: row.operation,
@@ -257,7 +303,9 @@ export function mergeRow(held: UsageRow | undefined, row: UsageRow): UsageRow {
     firstSeen: row.firstSeen < held.firstSeen ? row.firstSeen : held.firstSeen,
     lastSeen: row.lastSeen > held.lastSeen ? row.lastSeen : held.lastSeen,
     parameters: union(held.parameters, row.parameters),
-    values,
+    values: unite(held.values, row.values),
     statuses: union(held.statuses, row.statuses),
+    members: union(held.members, row.members),
+    memberValues: unite(held.memberValues, row.memberValues),
   };
 }

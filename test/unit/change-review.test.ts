@@ -389,6 +389,8 @@ describe("usage lines (policies/usage) when the logs hold no access line", () =>
     parameters: ["limit", "status"],
     values: { status: ["sold"] },
     statuses: ["200"],
+    members: [],
+    memberValues: {},
   };
   const globex: RecordedUsage = { ...acme, consumer: "globex", calls: 310, parameters: [], values: {} };
   const reviewUsage = (
@@ -444,6 +446,65 @@ describe("usage lines (policies/usage) when the logs hold no access line", () =>
       [acme, { ...globex, statuses: ["401"] }],
     );
     assert.deepEqual(hits(review, "status-removed"), { acme: 1204 });
+  });
+
+  const importer: RecordedUsage = {
+    ...acme,
+    consumer: "importer",
+    operation: "createPet",
+    calls: 12,
+    parameters: [],
+    values: {},
+    statuses: ["201"],
+    members: ["/name", "/categoryId", "/status"],
+    memberValues: { "/status": ["sold"] },
+  };
+  const initech: RecordedUsage = {
+    ...importer,
+    consumer: "initech",
+    calls: 3,
+    members: ["/name", "/categoryId"],
+    memberValues: {},
+  };
+
+  test("a request-body enum value removed names who sent it, even beside access lines", () => {
+    const review = reviewUsage(
+      (d) => {
+        d.components.schemas.PetStatus.enum = ["available", "pending"];
+      },
+      [importer, initech],
+      LOG_LINES,
+    );
+    const body = review.changes.find((c) => c.breaking && c.location === "request body application/json");
+    assert.equal(body?.pointer, "/status");
+    assert.equal(body?.usage?.attribution, "calls");
+    assert.deepEqual(
+      body?.usage?.consumers.map((u) => [u.consumer, u.calls]),
+      [["importer", 12]],
+    );
+    // The query parameter's removal is still read call by call from the access lines.
+    assert.deepEqual(hits(review, "enum-value-removed", "query parameter status"), { acme: 2 });
+  });
+
+  test("a request-body member removed from a closed schema names who sent it", () => {
+    const review = reviewUsage(
+      (d) => {
+        delete d.components.schemas.NewPet.properties.status;
+      },
+      [importer, initech],
+    );
+    assert.deepEqual(hits(review, "member-removed", "request body application/json"), { importer: 12 });
+  });
+
+  test("a request-body member made required names, as callers, who did not always send it", () => {
+    const review = reviewUsage(
+      (d) => {
+        d.components.schemas.NewPet.required.push("status");
+      },
+      [importer, initech],
+    );
+    assert.deepEqual(hits(review, "member-made-required"), { initech: 3 });
+    assert.equal(attribution(review, "member-made-required"), "callers");
   });
 
   test("access lines in the window win: usage lines are not counted twice", () => {

@@ -1,10 +1,12 @@
 // The usage memory: per consumer and operation, the calls, first and last seen, the query names
 // and enum values sent and the statuses received, as bits over the document's own names.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { mergeRows, UsageMemory } from "../../../../policies/usage/usage-memory.ts";
 import { loadApiDescription, type Operation } from "../../../../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../../../src/project-files.ts";
+import { loadDocument } from "../../../support/openapi-documents.ts";
 
 const api = loadApiDescription(DEFAULT_OPENAPI_FILE);
 function operation(id: string): Operation {
@@ -14,6 +16,7 @@ function operation(id: string): Operation {
 }
 const listPets = operation("listPets");
 const getPet = operation("getPet");
+const createPet = operation("createPet");
 const T0 = Date.parse("2026-11-24T10:00:00Z");
 
 const query = (entries: Record<string, string>) => new Map(Object.entries(entries));
@@ -39,6 +42,8 @@ describe("usage memory", () => {
           values: { status: ["sold"] },
           // 400 is not declared by listPets: not a bit of its own.
           statuses: ["200"],
+          members: [],
+          memberValues: {},
         },
         {
           consumer: "acme",
@@ -49,6 +54,8 @@ describe("usage memory", () => {
           parameters: [],
           values: {},
           statuses: ["404"],
+          members: [],
+          memberValues: {},
         },
       ],
     );
@@ -104,6 +111,46 @@ describe("usage memory", () => {
       parameters: ["status", "limit"],
       values: { status: ["sold", "pending"] },
       statuses: ["200", "401"],
+      members: [],
+      memberValues: {},
     });
+  });
+
+  test("remembers the request-body members sent as pointers into the schema, and enum members' values", () => {
+    const memory = new UsageMemory(api, 10, T0);
+    const body = { name: "Rex", categoryId: 2, status: "sold", extra: { deep: "x" } };
+    memory.sentBody(createPet, "acme", Buffer.from(JSON.stringify(body)), T0);
+    memory.sentBody(createPet, "acme", Buffer.from("not json"), T0);
+    memory.answered(createPet, "acme", 201, T0);
+    const [row] = [...memory.rows()];
+    assert.deepEqual(row?.members, ["/name", "/categoryId", "/status"]);
+    assert.deepEqual(row?.memberValues, { "/status": ["sold"] });
+    // NewPet takes nothing else: "extra" is no bit; names and numbers are not values kept.
+    assert.doesNotMatch(JSON.stringify(row), /extra|deep|Rex/);
+  });
+
+  test("array items are `-` and members the schema does not name but takes are `*`", () => {
+    const document = JSON.parse(readFileSync(DEFAULT_OPENAPI_FILE, "utf8"));
+    Object.assign(document.components.schemas.NewPet.properties, {
+      tags: {
+        type: "array",
+        items: { type: "object", properties: { label: { type: "string", enum: ["a", "b"] } } },
+      },
+      attributes: { type: "object", additionalProperties: { type: "string" } },
+    });
+    const edited = loadDocument(document);
+    const create = edited.operation("createPet");
+    assert.ok(create);
+    const memory = new UsageMemory(edited, 10, T0);
+    const body = {
+      name: "Rex",
+      tags: [{ label: "a" }, { label: "zzz" }],
+      attributes: { colour: "red", size: "s" },
+    };
+    memory.sentBody(create, "acme", Buffer.from(JSON.stringify(body)), T0);
+    memory.answered(create, "acme", 201, T0);
+    const [row] = [...memory.rows()];
+    assert.deepEqual(row?.members, ["/name", "/tags", "/tags/-/label", "/attributes", "/attributes/*"]);
+    assert.deepEqual(row?.memberValues, { "/tags/-/label": ["a"] });
   });
 });

@@ -1,0 +1,142 @@
+// The members of a JSON request body, as pointers into the operation's own schema: the layout of
+// their bits is read once from the document, and each body is walked once against it. A member
+// the schema does not name is a bit only where the schema takes any (`additionalProperties`: `*`);
+// array items are `-`; an enum member's values are bits of their own. Nothing else a client wrote
+// is kept.
+import { escapePointerToken } from "../../src/json/pointer.ts";
+
+/** How deep into a schema and a body the walk goes: deeper than the members a review names. */
+export const MAX_MEMBER_DEPTH = 8;
+/** Members of one operation's body given a bit: the bits of a row stay a few words. */
+export const MAX_MEMBERS = 256;
+
+export interface MemberLayout {
+  /** Pointer -> bit. */
+  readonly members: ReadonlyMap<string, number>;
+  /** Pointer -> value as text -> bit. */
+  readonly values: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  /** Pointers with members or items below them: where the walk goes on. */
+  readonly containers: ReadonlySet<string>;
+}
+
+type Schemas = Readonly<Record<string, unknown>>;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+
+/** Follows `#/components/schemas/...` $refs, a bounded number of hops. */
+function resolve(value: unknown, schemas: Schemas): Record<string, unknown> | undefined {
+  let node = value;
+  for (let hops = 0; hops <= MAX_MEMBER_DEPTH; hops++) {
+    if (!isObject(node)) return undefined;
+    const ref = node.$ref;
+    if (typeof ref !== "string") return node;
+    const prefix = "#/components/schemas/";
+    if (!ref.startsWith(prefix)) return node;
+    node = schemas[ref.slice(prefix.length).replaceAll("~1", "/").replaceAll("~0", "~")];
+  }
+  return undefined;
+}
+
+/**
+ * The layout of a body schema's members, bits numbered from `next()` on. Linear in the schema:
+ * every (schema, pointer) pair is visited once, and the walk stops at the depth and member caps.
+ */
+export function memberLayout(
+  schema: unknown,
+  schemas: Schemas,
+  bit: (pointer: string, value?: string) => number | undefined,
+): MemberLayout {
+  const members = new Map<string, number>();
+  const values = new Map<string, Map<string, number>>();
+  const containers = new Set<string>();
+  const seen = new Set<string>();
+  const addMember = (pointer: string) => {
+    if (members.has(pointer) || members.size >= MAX_MEMBERS) return members.has(pointer);
+    const b = bit(pointer);
+    if (b === undefined) return false;
+    members.set(pointer, b);
+    return true;
+  };
+  const walk = (raw: unknown, pointer: string, depth: number): void => {
+    if (depth > MAX_MEMBER_DEPTH) return;
+    const ref = isObject(raw) && typeof raw.$ref === "string" ? raw.$ref : undefined;
+    if (ref !== undefined) {
+      const key = `${ref} ${pointer}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+    }
+    const node = resolve(raw, schemas);
+    if (node === undefined) return;
+    for (const keyword of ["allOf", "anyOf", "oneOf"]) {
+      const branches = node[keyword];
+      if (Array.isArray(branches)) for (const branch of branches) walk(branch, pointer, depth + 1);
+    }
+    if (pointer !== "" && Array.isArray(node.enum) && members.has(pointer)) {
+      let bits = values.get(pointer);
+      for (const member of node.enum) {
+        const text = typeof member === "string" ? member : JSON.stringify(member);
+        if (bits?.has(text)) continue;
+        const b = bit(pointer, text);
+        if (b === undefined) break;
+        bits ??= new Map();
+        bits.set(text, b);
+        values.set(pointer, bits);
+      }
+    }
+    if (isObject(node.properties)) {
+      for (const [name, member] of Object.entries(node.properties)) {
+        const at = `${pointer}/${escapePointerToken(name)}`;
+        if (!addMember(at)) continue;
+        containers.add(pointer);
+        walk(member, at, depth + 1);
+      }
+    }
+    if (isObject(node.additionalProperties)) {
+      const at = `${pointer}/*`;
+      if (addMember(at)) {
+        containers.add(pointer);
+        walk(node.additionalProperties, at, depth + 1);
+      }
+    }
+    if (isObject(node.items)) {
+      containers.add(`${pointer}/-`);
+      walk(node.items, `${pointer}/-`, depth + 1);
+    }
+  };
+  walk(schema, "", 0);
+  return { members, values, containers };
+}
+
+/** Sets the bit of each member (and enum value) a parsed body holds: one walk over the body. */
+export function setSentMembers(layout: MemberLayout, body: unknown, set: (bit: number) => void): void {
+  const visit = (value: unknown, pointer: string, depth: number): void => {
+    if (depth > MAX_MEMBER_DEPTH) return;
+    if (Array.isArray(value)) {
+      const at = `${pointer}/-`;
+      if (!layout.containers.has(at) && !layout.values.has(at)) return;
+      for (const item of value) visit(item, at, depth + 1);
+      return;
+    }
+    if (value !== null && typeof value === "object") {
+      if (!layout.containers.has(pointer)) return;
+      for (const name of Object.keys(value)) {
+        let at = `${pointer}/${escapePointerToken(name)}`;
+        let bit = layout.members.get(at);
+        if (bit === undefined) {
+          at = `${pointer}/*`;
+          bit = layout.members.get(at);
+          if (bit === undefined) continue;
+        }
+        set(bit);
+        visit((value as Record<string, unknown>)[name], at, depth + 1);
+      }
+      return;
+    }
+    const bits = layout.values.get(pointer);
+    if (bits === undefined) return;
+    const bit = bits.get(typeof value === "string" ? value : JSON.stringify(value));
+    if (bit !== undefined) set(bit);
+  };
+  visit(body, "", 0);
+}
