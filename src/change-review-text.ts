@@ -54,12 +54,17 @@ function usageLines(review: ChangeReview, change: ReviewedChange): string[] {
       : [`and others: ${count(usage.forgotten)} forgotten past --max-consumers: counts are low`];
   if (usage.attribution === "calls") {
     return consumers.length === 0
-      ? [`no consumer used this in ${count(review.days)} days`]
+      ? [`no consumer used this in ${plural(review.days, "day")}`]
       : [...consumers, ...more];
   }
   const operation = change.operation ?? "the operation";
+  if (usage.attribution === "received") {
+    return consumers.length === 0
+      ? [`no consumer received it on the answers sampled in ${plural(review.days, "day")}`]
+      : [`received on sampled answers (or none of theirs was sampled):`, ...consumers, ...more];
+  }
   return consumers.length === 0
-    ? [`not recorded; no consumer called ${operation} in ${count(review.days)} days`]
+    ? [`not recorded; no consumer called ${operation} in ${plural(review.days, "day")}`]
     : [`not recorded; callers of ${operation} who may rely on it:`, ...consumers, ...more];
 }
 
@@ -161,9 +166,15 @@ export function reviewAdvice(review: ChangeReview): string[] {
   return review.changes
     .filter((change) => change.breaking)
     .map((change) =>
-      `${where(change)}${change.message}: ${usageLines(review, change).join(" ")}`.replace(
+      `${where(change)}${change.message}: ${oneLineOf(usageLines(review, change))}`.replace(
         TERMINAL_CONTROLS,
         "",
       ),
     );
+}
+
+/** "callers …: a; b", or "a; b": the lines of one change's usage on one line. */
+function oneLineOf(lines: readonly string[]): string {
+  const [head = "", ...rest] = lines;
+  return head.endsWith(":") ? `${head} ${rest.join("; ")}` : lines.join("; ");
 }

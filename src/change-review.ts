@@ -29,9 +29,10 @@ export const NO_CONSUMER = "(no consumer)";
 /**
  * How far the lines see a change: `calls`, the calls it breaks are told apart by what the line
  * holds; `callers`, the line does not hold the part that changes, so every caller of the
- * operation is named as one who may rely on it.
+ * operation is named as one who may rely on it; `received`, usage lines name who received the
+ * member on the answers sampled, and who had no answer sampled (of whom nothing is known).
  */
-export type Attribution = "calls" | "callers";
+export type Attribution = "calls" | "callers" | "received";
 
 export interface ConsumerUse {
   readonly consumer: string;
@@ -54,6 +55,10 @@ export interface RecordedUsage {
   readonly members: readonly string[];
   /** For an enum member, the values sent, by pointer. */
   readonly memberValues: Readonly<Record<string, readonly string[]>>;
+  /** Answers whose members were read: 0, nothing is known of what it received. */
+  readonly sampled: number;
+  /** Members present on the sampled answers, as pointers, by the response as written. */
+  readonly answerMembers: Readonly<Record<string, readonly string[]>>;
 }
 
 export interface ReviewedChange extends DocumentDifference {
@@ -393,6 +398,7 @@ interface RowMatcher {
 }
 
 const REQUEST_BODY = "request body ";
+const RESPONSE = "response ";
 
 /**
  * Which usage lines a breaking difference breaks: the same rules as matcherOf, over what a usage
@@ -436,6 +442,21 @@ function rowMatcherOf(
       default:
         return { attribution: "callers", members: true, matches: sent };
     }
+  }
+  if (
+    difference.direction === "response" &&
+    location.startsWith(RESPONSE) &&
+    pointer !== undefined &&
+    pointer !== ""
+  ) {
+    const written = location.slice(RESPONSE.length);
+    // An answer not sampled says nothing: never "unused".
+    return {
+      attribution: "received",
+      members: true,
+      matches: (row) =>
+        ofOperation(row) && (row.sampled === 0 || (row.answerMembers[written] ?? []).includes(pointer)),
+    };
   }
   if (location.startsWith(QUERY_PARAMETER)) {
     const name = location.slice(QUERY_PARAMETER.length);

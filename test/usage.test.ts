@@ -152,7 +152,10 @@ describe("at a reload, the change review is logged as advice", () => {
       writeDocumentFiles({ "openapi.json": readFileSync(DEFAULT_OPENAPI_FILE, "utf8") }),
       "openapi.json",
     );
-    gw = await startGatewayOnDemoBackend({ config: { openapi: file, policies: { auth: { keysFile } } } });
+    // Every answer sampled: the members each consumer received are known.
+    gw = await startGatewayOnDemoBackend({
+      config: { openapi: file, policies: { auth: { keysFile }, usage: { sampleAnswers: 1 } } },
+    });
     assert.equal((await request(`${gw.url}/pets?status=sold`, { key: keyOf("acme") })).status, 200);
     assert.equal((await request(`${gw.url}/pets`, { key: keyOf("globex") })).status, 200);
     const pet = JSON.stringify({ name: "Rex", categoryId: 1, status: "sold" });
@@ -197,5 +200,20 @@ describe("at a reload, the change review is logged as advice", () => {
       ),
       lines.join("\n"),
     );
+  });
+
+  test("an answer member removed names who received it on sampled answers", async () => {
+    const document = JSON.parse(readFileSync(DEFAULT_OPENAPI_FILE, "utf8"));
+    document.components.schemas.Pet.required = ["id", "categoryId"];
+    delete document.components.schemas.Pet.properties.name;
+    writeFileSync(file, JSON.stringify(document));
+    assert.equal((await gw.gateway.document.reload("test")).result, "refused");
+    const advice = gw.logs.lines.filter((line) => line.msg === "document change review").at(-1)
+      ?.advice as string[];
+    assert.deepEqual(advice, [
+      "listPets (GET /pets): response 200: removes the member /-/name: received on sampled answers (or none of theirs was sampled): globex: 1 call, last today; acme: 1 call, last today",
+      "createPet (POST /pets): response 201: removes the member /name: received on sampled answers (or none of theirs was sampled): globex: 1 call, last today",
+      "getPet (GET /pets/{petId}): response 200: removes the member /name: no consumer received it on the answers sampled in 1 day",
+    ]);
   });
 });

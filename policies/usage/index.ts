@@ -9,7 +9,7 @@ import type { ServerResponse } from "node:http";
 import type { JSONSchemaType } from "ajv";
 import { ChangeReviewer, DAY_MS } from "../../src/change-review.ts";
 import { reviewAdvice } from "../../src/change-review-text.ts";
-import { definePolicy, type OpsReport } from "../../src/policy.ts";
+import { definePolicy, type Exchange, type OperationPolicy, type OpsReport } from "../../src/policy.ts";
 import { slices } from "../../src/slices.ts";
 import { USAGE_MSG } from "./usage-log-lines.ts";
 import { mergeRows, UsageMemory, type UsageRow } from "./usage-memory.ts";
@@ -26,6 +26,8 @@ export interface UsageOptions {
   readonly maxConsumers: number;
   /** How often the calls since the last time are written to the logs; 0 never. */
   readonly logEverySeconds: number;
+  /** The share of answers whose JSON members are read (held whole for it); 0 none. */
+  readonly sampleAnswers: number;
 }
 
 const optionsSchema: JSONSchemaType<UsageOptions> = {
@@ -41,6 +43,14 @@ const optionsSchema: JSONSchemaType<UsageOptions> = {
       default: 10_000,
       description:
         "Consumers whose usage a process keeps; past it the least recently seen is dropped and counted (`evicted` in /usage)",
+    },
+    sampleAnswers: {
+      type: "number",
+      minimum: 0,
+      maximum: 1,
+      default: 0.01,
+      description:
+        "The share of answers, chosen at random per request, whose JSON members are recorded (`answerMembers`, `sampled`): such an answer is held whole, up to `server.maxResponseBodyBytes`; 0 records none, and the change review then names every caller of an operation whose answer loses a member",
     },
     logEverySeconds: {
       type: "integer",
@@ -133,7 +143,34 @@ export default definePolicy<UsageOptions>({
 
     return {
       forOperation(operation) {
+        // Chosen at random per request before it is forwarded (never every n-th, which a
+        // backend's periodic behaviour could line up with): only a chosen answer is held whole.
+        const chosen = new WeakSet<Exchange>();
+        const sampling =
+          options.sampleAnswers > 0 &&
+          [...operation.responses.values()].some((r) => r.mediaType !== undefined);
+        const answers: OperationPolicy = sampling
+          ? {
+              readsResponseBody(exchange) {
+                if (Math.random() >= options.sampleAnswers) return false;
+                chosen.add(exchange);
+                return true;
+              },
+              onResponse(exchange, answer) {
+                if (answer.body === undefined || !chosen.has(exchange)) return undefined;
+                memory.receivedBody(
+                  operation,
+                  exchange.consumer ?? NO_CONSUMER,
+                  answer.status,
+                  answer.body.text(),
+                  now(),
+                );
+                return undefined;
+              },
+            }
+          : {};
         return {
+          ...answers,
           // Before the limit policy defaults a page size: the names the client sent.
           onRequest(exchange) {
             memory.sent(operation, exchange.consumer ?? NO_CONSUMER, exchange.query, now());

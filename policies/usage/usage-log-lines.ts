@@ -18,6 +18,9 @@ export function usageRowOf(line: string): UsageRow | undefined {
   // Lines written before members were recorded have none.
   const members = entry.members ?? [];
   const memberValues = entry.memberValues ?? {};
+  const sampled = entry.sampled ?? 0;
+  const answerMembers = entry.answerMembers ?? {};
+  if (typeof sampled !== "number" || !Number.isSafeInteger(sampled) || sampled < 0) return undefined;
   if (typeof consumer !== "string" || typeof operation !== "string") return undefined;
   if (typeof calls !== "number" || !Number.isSafeInteger(calls) || calls < 0) return undefined;
   if (typeof firstSeen !== "string" || typeof lastSeen !== "string") return undefined;
@@ -29,6 +32,8 @@ export function usageRowOf(line: string): UsageRow | undefined {
       : undefined;
   const lists = listsOf(values);
   const memberLists = listsOf(memberValues);
+  const answerLists = listsOf(answerMembers);
+  if (answerLists === undefined || !answerLists.every(([, list]) => strings(list))) return undefined;
   if (lists === undefined || !lists.every(([, list]) => strings(list))) return undefined;
   if (memberLists === undefined || !memberLists.every(([, list]) => strings(list))) return undefined;
   return {
@@ -42,6 +47,8 @@ export function usageRowOf(line: string): UsageRow | undefined {
     statuses,
     members,
     memberValues: Object.fromEntries(memberLists) as Record<string, string[]>,
+    sampled,
+    answerMembers: Object.fromEntries(answerLists) as Record<string, string[]>,
   };
 }
 

@@ -28,6 +28,10 @@ export interface UsageRow {
   readonly members: readonly string[];
   /** For an enum member, the values of the enum it sent, by pointer. */
   readonly memberValues: Readonly<Record<string, readonly string[]>>;
+  /** Answers read (a sample): their members are `answerMembers`. 0: none was read, nothing is known. */
+  readonly sampled: number;
+  /** The members present on the sampled JSON answers, as pointers, by the response as written. */
+  readonly answerMembers: Readonly<Record<string, readonly string[]>>;
 }
 
 /** Which bit says what, for one operation. */
@@ -42,12 +46,18 @@ interface Layout {
   readonly fallback: number | undefined;
   /** Bit -> what it names, to read a row back. */
   readonly names: readonly {
-    readonly kind: "parameter" | "value" | "status" | "member" | "memberValue";
+    readonly kind: "parameter" | "value" | "status" | "member" | "memberValue" | "answerMember";
+    /** For an answer's member: the response as written. */
+    readonly status?: string;
     readonly name: string;
     readonly value?: string;
   }[];
   /** The JSON request body's members, when the operation takes one. */
   readonly body: MemberLayout | undefined;
+  /** Each response's JSON answer members, by the response as written. */
+  readonly answers: ReadonlyMap<string, MemberLayout>;
+  /** The response as written a status falls under ("404", else "4XX", else "default"). */
+  readonly writtenOf: (status: number) => string | undefined;
   readonly words: number;
 }
 
@@ -57,6 +67,8 @@ interface Row {
   last: number;
   /** Calls since the row was last written to the logs. */
   unlogged: number;
+  /** Answers whose members were read. */
+  sampled: number;
   readonly bits: Uint32Array;
 }
 
@@ -110,6 +122,23 @@ export class UsageMemory {
     }
     const { bits } = this.#row(layout, consumer, at);
     setSentMembers(layout.body, value, (bit) => set(bits, bit));
+  }
+
+  /** A JSON answer a consumer received, read on a sample: the members present on it. */
+  receivedBody(operation: Operation, consumer: string, status: number, text: string, at: number): void {
+    const layout = this.#layouts.get(operation);
+    const written = layout?.writtenOf(status);
+    const members = written === undefined ? undefined : layout?.answers.get(written);
+    if (layout === undefined || members === undefined) return;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return;
+    }
+    const row = this.#row(layout, consumer, at);
+    row.sampled++;
+    setSentMembers(members, value, (bit) => set(row.bits, bit));
   }
 
   /** One answer a consumer received from an operation: a call. */
@@ -166,7 +195,7 @@ export class UsageMemory {
     }
     let row = rows[layout.index];
     if (row === undefined) {
-      row = { calls: 0, first: at, last: at, unlogged: 0, bits: new Uint32Array(layout.words) };
+      row = { calls: 0, first: at, last: at, unlogged: 0, sampled: 0, bits: new Uint32Array(layout.words) };
       rows[layout.index] = row;
     }
     return row;
@@ -216,14 +245,31 @@ function layoutOf(operation: Operation, index: number, schemas: Readonly<Record<
   const exact = new Map<number, number>();
   const ranges = new Map<number, number>();
   let fallback: number | undefined;
+  const statusKeys = new Map<number, string>();
   for (const written of operation.responses.keys()) {
     const bit = names.length;
     names.push({ kind: "status", name: written });
+    statusKeys.set(bit, written);
     const upper = written.toUpperCase();
     if (/^[1-5]XX$/.test(upper)) ranges.set(Number(upper[0]), bit);
     else if (upper === "DEFAULT") fallback = bit;
     else exact.set(Number(written), bit);
   }
+  const answers = new Map<string, MemberLayout>();
+  for (const [written, response] of operation.responses) {
+    if (response.mediaType === undefined || response.schema === undefined) continue;
+    // Members only: the values of an answer are the backend's, not what a client relies on sending.
+    const layout = memberLayout(response.schema, schemas, (pointer, value) => {
+      if (value !== undefined) return undefined;
+      names.push({ kind: "answerMember", name: pointer, status: written });
+      return names.length - 1;
+    });
+    if (layout.members.size > 0) answers.set(written, layout);
+  }
+  const writtenOf = (status: number) => {
+    const bit = exact.get(status) ?? ranges.get(Math.floor(status / 100)) ?? fallback;
+    return bit === undefined ? undefined : statusKeys.get(bit);
+  };
   return {
     index,
     id: operation.id,
@@ -234,6 +280,8 @@ function layoutOf(operation: Operation, index: number, schemas: Readonly<Record<
     fallback,
     names,
     body,
+    answers,
+    writtenOf,
     words: Math.max(1, Math.ceil(names.length / 32)),
   };
 }
@@ -244,12 +292,17 @@ function rowOf(layout: Layout, consumer: string, row: Row, calls: number): Usage
   const statuses: string[] = [];
   const members: string[] = [];
   const memberValues: Record<string, string[]> = {};
+  const answerMembers: Record<string, string[]> = {};
   layout.names.forEach((named, bit) => {
     if (!isSet(row.bits, bit)) return;
     if (named.kind === "parameter") parameters.push(named.name);
     else if (named.kind === "status") statuses.push(named.name);
     else if (named.kind === "member") members.push(named.name);
-    else {
+    else if (named.kind === "answerMember") {
+      const status = named.status as string;
+      answerMembers[status] ??= [];
+      answerMembers[status]?.push(named.name);
+    } else {
       const into = named.kind === "value" ? values : memberValues;
       into[named.name] ??= [];
       into[named.name]?.push(named.value as string);
@@ -266,6 +319,8 @@ function rowOf(layout: Layout, consumer: string, row: Row, calls: number): Usage
     statuses,
     members,
     memberValues,
+    sampled: row.sampled,
+    answerMembers,
   };
 }
 
@@ -307,5 +362,7 @@ export function mergeRow(held: UsageRow | undefined, row: UsageRow): UsageRow {
     statuses: union(held.statuses, row.statuses),
     members: union(held.members, row.members),
     memberValues: unite(held.memberValues, row.memberValues),
+    sampled: held.sampled + row.sampled,
+    answerMembers: unite(held.answerMembers, row.answerMembers),
   };
 }

@@ -391,6 +391,8 @@ describe("usage lines (policies/usage) when the logs hold no access line", () =>
     statuses: ["200"],
     members: [],
     memberValues: {},
+    sampled: 0,
+    answerMembers: {},
   };
   const globex: RecordedUsage = { ...acme, consumer: "globex", calls: 310, parameters: [], values: {} };
   const reviewUsage = (
@@ -505,6 +507,33 @@ describe("usage lines (policies/usage) when the logs hold no access line", () =>
     );
     assert.deepEqual(hits(review, "member-made-required"), { initech: 3 });
     assert.equal(attribution(review, "member-made-required"), "callers");
+  });
+
+  test("a response member removed names who received it on sampled answers, and who had none sampled", () => {
+    const sampledWithName = { ...acme, sampled: 40, answerMembers: { "200": ["/-", "/-/id", "/-/name"] } };
+    const sampledWithout = { ...globex, sampled: 5, answerMembers: { "200": ["/-", "/-/id"] } };
+    const notSampled = { ...globex, consumer: "initech", calls: 7, sampled: 0 };
+    const review = reviewUsage(
+      (d) => {
+        delete d.components.schemas.Pet.properties.name;
+        d.components.schemas.Pet.required = ["id", "categoryId"];
+      },
+      [sampledWithName, sampledWithout, notSampled],
+      LOG_LINES,
+    );
+    const removed = review.changes.find((c) => c.kind === "member-removed" && c.operation === "listPets");
+    assert.equal(removed?.usage?.attribution, "received");
+    assert.deepEqual(
+      removed?.usage?.consumers.map((u) => [u.consumer, u.calls]),
+      [
+        ["acme", 1204],
+        ["initech", 7],
+      ],
+    );
+    assert.match(
+      reviewText(review),
+      /received on sampled answers \(or none of theirs was sampled\):\n\s+acme: 1,204 calls/,
+    );
   });
 
   test("access lines in the window win: usage lines are not counted twice", () => {

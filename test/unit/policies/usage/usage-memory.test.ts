@@ -44,6 +44,8 @@ describe("usage memory", () => {
           statuses: ["200"],
           members: [],
           memberValues: {},
+          sampled: 0,
+          answerMembers: {},
         },
         {
           consumer: "acme",
@@ -56,6 +58,8 @@ describe("usage memory", () => {
           statuses: ["404"],
           members: [],
           memberValues: {},
+          sampled: 0,
+          answerMembers: {},
         },
       ],
     );
@@ -113,6 +117,8 @@ describe("usage memory", () => {
       statuses: ["200", "401"],
       members: [],
       memberValues: {},
+      sampled: 0,
+      answerMembers: {},
     });
   });
 
@@ -152,5 +158,17 @@ describe("usage memory", () => {
     const [row] = [...memory.rows()];
     assert.deepEqual(row?.members, ["/name", "/tags", "/tags/-/label", "/attributes", "/attributes/*"]);
     assert.deepEqual(row?.memberValues, { "/tags/-/label": ["a"] });
+  });
+
+  test("the members present on a sampled answer, as pointers into its schema, by the response as written", () => {
+    const memory = new UsageMemory(api, 10, T0);
+    const page = [{ id: 1, name: "Rex", categoryId: 2, unknown: "x" }];
+    memory.receivedBody(listPets, "acme", 200, JSON.stringify(page), T0);
+    memory.receivedBody(listPets, "acme", 200, "not json", T0);
+    memory.answered(listPets, "acme", 200, T0);
+    const [row] = [...memory.rows()];
+    assert.equal(row?.sampled, 1);
+    assert.deepEqual(row?.answerMembers, { "200": ["/-/id", "/-/name", "/-/categoryId"] });
+    assert.doesNotMatch(JSON.stringify(row), /Rex|unknown/);
   });
 });
