@@ -48,9 +48,10 @@ const optionsSchema: JSONSchemaType<UsageOptions> = {
       type: "number",
       minimum: 0,
       maximum: 1,
-      default: 0.01,
+      // Off unless asked: a chosen answer is held whole rather than streamed.
+      default: 0,
       description:
-        "The share of answers, chosen at random per request, whose JSON members are recorded (`answerMembers`, `sampled`): such an answer is held whole, up to `server.maxResponseBodyBytes`; 0 records none, and the change review then names every caller of an operation whose answer loses a member",
+        "The share of answers, chosen at random per request, whose JSON members are recorded (`answerMembers`, `sampled`), e.g. 0.01: such an answer is held whole, up to `server.maxResponseBodyBytes`, rather than streamed; 0 (the default) records none, and the change review then names every caller of an operation whose answer loses a member",
     },
     logEverySeconds: {
       type: "integer",
