@@ -36,6 +36,8 @@ const ENDPOINTS = [
   "/deprecations?format=csv",
   "/deprecations?limit=10",
   "/contract/violations",
+  "/usage",
+  "/usage?consumer=consumer-00001",
 ];
 
 type Page = DeprecationReport & { next?: string };
