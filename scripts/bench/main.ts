@@ -6,6 +6,7 @@ import { buildForStart, GATEWAY_NODE_FLAGS } from "../start-command.ts";
 import { type Baseline, type Bench, chosen, type Options, ROOT, type ScenarioId, wanted } from "./context.ts";
 import { REQUESTS } from "./load.ts";
 import { setUpProcesses, shutDown, startNode, stop } from "./processes.ts";
+import { accountSteps, formatStepTable, readStepTable, rewriteMarkedBlock } from "./profile-steps.ts";
 import {
   formatProfileDifference,
   formatProfileSummary,
@@ -294,6 +295,8 @@ async function profile(bench: Bench, upstreamUrl: string, direct: Target): Promi
     `--cpu-prof-dir=${join(dir, "gateway")}`,
   ]);
   const ids = (["list20", "list100", "create", "getPet"] as const).filter((id) => wanted(bench, id));
+  const loadAtStart = machine().loadAverage;
+  const measuredCpu: number[] = [];
   for (const id of ids) {
     process.stderr.write(`${id} `);
     const result = await throughputScenario(
@@ -307,6 +310,8 @@ async function profile(bench: Bench, upstreamUrl: string, direct: Target): Promi
     );
     process.stderr.write("\n");
     printScenario(result);
+    const cpu = result.targets.gateway?.cpuUs;
+    if (cpu !== undefined) measuredCpu.push(cpu);
   }
   // At a fixed rate the time per request is not the same as at full speed (an event-loop turn
   // per request, fewer batched writes): asked for by name, since a full profile run skips it.
@@ -343,6 +348,28 @@ async function profile(bench: Bench, upstreamUrl: string, direct: Target): Promi
   );
   process.stdout.write(`\n${difference}`);
   writeFileSync(join(dir, "difference.txt"), difference);
+  // The hot path by step: in the results folder always; in docs/performance.md when the profile
+  // ran list20 alone, the load the table there is stated under.
+  const gatewayFile = readdirSync(join(dir, "gateway")).find((f) => f.endsWith(".cpuprofile")) as string;
+  const account = accountSteps(
+    JSON.parse(readFileSync(join(dir, "gateway", gatewayFile), "utf8")),
+    ROOT,
+    readStepTable(),
+  );
+  const m = machine();
+  const steps = formatStepTable(account, {
+    requests: bench.answered.get("gateway") ?? 0,
+    measuredCpuUs: ids.length === 1 ? measuredCpu[0] : undefined,
+    when: `${new Date().toISOString().slice(0, 10)}, commit ${gitCommit()}, ${ids.join(" + ")} load`,
+    command: `npm run bench -- ${process.argv.slice(2).join(" ")}`,
+    machine: `Machine: ${m.cores} cores (${m.cpu}), Node ${m.node}, load average ${loadAtStart.join(" ")} at the start and ${m.loadAverage.join(" ")} at the end: shared with other engineers' work, so the figures carry their noise.`,
+  });
+  process.stdout.write(`\n${steps}`);
+  writeFileSync(join(dir, "steps.md"), steps);
+  if (ids.length === 1 && ids[0] === "list20") {
+    rewriteMarkedBlock(join(ROOT, "docs", "performance.md"), steps);
+    process.stdout.write("\ndocs/performance.md: the profile table rewritten.\n");
+  }
   process.stdout.write(
     `\nProfiles and summaries: ${relative(process.cwd(), dir)} (open a .cpuprofile in Chrome DevTools or speedscope)\n`,
   );
