@@ -1,5 +1,6 @@
 import cluster from "node:cluster";
 import pino, { type DestinationStream, type Logger } from "pino";
+import { measureLinesOnce } from "./log-destination.ts";
 
 export type { Logger } from "pino";
 
@@ -90,6 +91,7 @@ export function createLogger(
   const sonic = destination
     ? undefined
     : pino.destination(destinationOptions(options.sharedStdout ?? cluster.isWorker));
+  if (sonic) measureLinesOnce(sonic);
   const logger = pino(
     {
       level,
