@@ -80,9 +80,10 @@ export function accountSteps(profile: CpuProfile, root: string, table: StepTable
     // Own keys only: a native function named toString is not the table's Object.prototype.toString.
     const name = leafFrame.functionName;
     if (Object.hasOwn(table.frames, name)) result = { step: table.frames[name] as string };
-    else if (leafFrame.url === "" && Object.hasOwn(table.leaves, name)) {
-      result = { step: table.leaves[name] as string };
-    }
+    // A native leaf named in the table (a write syscall) is its own kind of row, one per step
+    // that made it: the write of an answer to the client is not the log's write to stdout.
+    const leafStep =
+      leafFrame.url === "" && Object.hasOwn(table.leaves, name) ? table.leaves[name] : undefined;
     for (let id: number | undefined = leaf; result === undefined && id !== undefined; ) {
       const node = nodes.get(id) as Node;
       const path = framePath(node.callFrame.url, root);
@@ -98,6 +99,7 @@ export function accountSteps(profile: CpuProfile, root: string, table: StepTable
       fallback === undefined
         ? { step: UNMAPPED, unmapped: `(native) ${leafFrame.functionName}` }
         : { step: fallback };
+    if (leafStep !== undefined) result = { ...result, step: `${leafStep}: ${result.step}` };
     stepOfNode.set(leaf, result);
     return result;
   };

@@ -41,22 +41,24 @@ test("a sample goes to the nearest caller with a step; an unknown file is shown 
   const profile: CpuProfile = {
     nodes: [
       frame(1, "(root)", "", [2, 7, 8]),
-      frame(2, "onRequest", "file:///repo/dist/policies/auth/index.js", [3]),
+      frame(2, "onRequest", "file:///repo/dist/policies/auth/index.js", [3, 9]),
       frame(3, "validate", "file:///repo/node_modules/ajv/dist/x.js", [4]),
       frame(4, "createHash", "node:internal/crypto/hash", [5]),
       frame(5, "digest", "", []),
       frame(7, "mystery", "file:///repo/elsewhere/thing.js", []),
       frame(8, "(garbage collector)", "", []),
+      frame(9, "writev", "", []),
     ],
-    // 5 (digest under ajv under node: under auth), 7 (unknown file), 8 (GC), each once; 1 ms after each.
-    samples: [5, 7, 8, 5],
-    timeDeltas: [0, 1000, 1000, 1000, 1000],
+    // 5 (digest under ajv under node: under auth) twice, 7 (unknown file), 8 (GC), 9 (a write
+    // syscall under auth) once each; 1 ms after each.
+    samples: [5, 7, 8, 5, 9],
+    timeDeltas: [0, 1000, 1000, 1000, 1000, 1000],
     startTime: 0,
     endTime: 4000,
   };
   const table = {
     frames: { "(garbage collector)": "GC" },
-    leaves: {},
+    leaves: { writev: "write syscalls" },
     paths: {
       "policies/auth/": "auth",
       "node_modules/ajv/": "^check",
@@ -64,9 +66,14 @@ test("a sample goes to the nearest caller with a step; an unknown file is shown 
     },
   };
   const account = accountSteps(profile, root, table);
-  assert.deepEqual(Object.fromEntries(account.steps), { auth: 2, [UNMAPPED]: 1, GC: 1 });
+  assert.deepEqual(Object.fromEntries(account.steps), {
+    auth: 2,
+    [UNMAPPED]: 1,
+    GC: 1,
+    "write syscalls: auth": 1,
+  });
   assert.deepEqual(Object.fromEntries(account.unmappedPaths), { "elsewhere/thing.js": 1 });
-  assert.equal(account.busyMs, 4);
+  assert.equal(account.busyMs, 5);
 });
 
 test("the profile table in docs/performance.md has rows that add up to its stated total", () => {
