@@ -304,5 +304,10 @@ function serverOptions(limits: GatewayConfig["server"]): http.ServerOptions {
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     // Node checks headersTimeout and requestTimeout only this often (30 s by default).
     connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+    // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112 6.3):
+    // Node then skips its readable stream's life cycle (no 'data', 'end' or 'close' on it),
+    // which the gateway never waits on for such a request (readBody and the upstream's body
+    // check its framing first). Fewer events per GET: see docs/performance.md.
+    optimizeEmptyRequests: true,
   };
 }

@@ -37,6 +37,7 @@ import { type Answer, answerOf, request } from "./support/http.ts";
 import { sha256 } from "./support/keys.ts";
 import { type Sample, sampleValue, scrape } from "./support/metrics.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
+import { rawExchange } from "./support/raw-socket.ts";
 import { makeFifo } from "./support/stuck-reads.ts";
 
 // Everything secret this file makes, and everything the gateways said, for the final grep.
@@ -343,6 +344,21 @@ describe("bearer API keys", () => {
     // Not drained: the connection closes instead of reading 10 MB from someone without a key.
     assert.equal(answer.headers.connection, "close");
     assert.equal(backend.requests.length, before);
+  });
+
+  test("a POST that declares no body (neither Content-Length nor Transfer-Encoding) is judged at once, not left waiting", async () => {
+    const { port } = new URL(gw.origin);
+    const outcome = await rawExchange(
+      Number(port),
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${acme.key}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
+      { waitMs: 2000 },
+    );
+    assert.equal(
+      outcome.responses.length,
+      1,
+      `one answer within 2 s: ${JSON.stringify(outcome.text.slice(0, 120))}`,
+    );
+    assert.equal(outcome.responses[0]?.status, 400);
   });
 
   test("a valid key gets 200, and the scheme name is case-insensitive", async () => {

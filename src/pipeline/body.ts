@@ -44,6 +44,8 @@ export function readBody(
     exchange.body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
     whole(exchange, chain);
   };
+  // No framing, no body: the server ended it already (optimizeEmptyRequests), and no 'end' comes.
+  if (req.readableEnded) return onEnd();
   req.on("data", onData);
   req.on("end", onEnd);
 }
