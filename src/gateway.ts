@@ -80,7 +80,7 @@ export interface Gateway {
   collectReport(path: string): unknown;
   isReady(): boolean;
   /** Refuses the request behind a response Node found broken after the handler started (false: could not). */
-  refuse(res: ServerResponse, code: ErrorCode): boolean;
+  refuseResponse(res: ServerResponse, code: ErrorCode): boolean;
   /** At the shutdown deadline: answers the request 503 SHUTTING_DOWN, or cuts an answer under way. */
   endAtDeadline(res: ServerResponse): void;
   /**
@@ -195,7 +195,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     handleOps,
     collectReport,
     isReady,
-    refuse: (res, code) => pipeline.refuse(res, gatewayError(code)),
+    refuseResponse: (res, code) => pipeline.refuseResponse(res, gatewayError(code)),
     endAtDeadline: (res) => pipeline.endAtDeadline(res),
     async reload(why) {
       // Isolated like a phase: a policy whose reload fails keeps what it had, and says so.

@@ -84,7 +84,7 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     req.on("error", ignoreClientError);
     res.on("error", ignoreClientError);
     // Anything but a door's call is refused, as proxy mode refuses a path of no operation.
-    if (door === undefined) return direct.reject(exchange, gatewayError("NOT_FOUND"));
+    if (door === undefined) return direct.refuse(exchange, gatewayError("NOT_FOUND"));
     exchange.facts[DOOR_FACT] = door.name;
     if (door.carry !== undefined && !carried.has(door.name)) {
       carried.set(door.name, createLocalReplies(chains, noUpstream, isDraining, door.carry));
@@ -92,19 +92,19 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     // A call that does not say what the original request was is the proxy's misconfiguration:
     // refused as it is (never carried as a refusal to the client), so that the proxy fails closed.
     if (entered !== undefined && "problem" in entered) {
-      return direct.reject(exchange, gatewayError("BAD_REQUEST", entered.problem));
+      return direct.refuse(exchange, gatewayError("BAD_REQUEST", entered.problem));
     }
     const replies = repliesOf(exchange);
     // The proxy sends no body to this door: nothing of it is left to read on this connection.
     if (!door.readsBody) exchange.body = NO_BODY;
     const verdict = version.judge.head(exchange);
-    if (verdict.kind === "refuse") return replies.reject(exchange, verdict.error, verdict.closeConnection);
+    if (verdict.kind === "refuse") return replies.refuse(exchange, verdict.error, verdict.closeConnection);
     if (verdict.kind === "answer") return replies.answerLocally(exchange, verdict.reply);
     const { chain, upstreamTarget } = verdict;
     // A proxy that sends no body still says how long the client declared it: over the cap, the
     // refusal proxy mode would give.
     if (!door.readsBody && Number(exchange.headers["content-length"]) > maxRequestBodyBytes) {
-      return replies.reject(exchange, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage));
+      return replies.refuse(exchange, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage));
     }
     if (!door.readsBody || verdict.operation.requestBody === undefined) {
       return allow(exchange, chain, door, upstreamTarget);
@@ -115,10 +115,10 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
       maxRequestBodyBytes,
       (read) => {
         const error = version.judge.body(read, chain);
-        if (error) return replies.reject(read, error);
+        if (error) return replies.refuse(read, error);
         allow(read, chain, door, upstreamTarget);
       },
-      (refused) => replies.reject(refused, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage), true),
+      (refused) => replies.refuse(refused, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage), true),
     );
   }
 
@@ -145,16 +145,16 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
       markExpectingContinue(req);
       handle(req, res);
     },
-    refuse(res, error) {
+    refuseResponse(res, error) {
       const exchange = exchangeOf(res);
       if (!exchange || exchange.finished || res.headersSent || !res.writable) return false;
-      repliesOf(exchange).reject(exchange, error, true);
+      repliesOf(exchange).refuse(exchange, error, true);
       return true;
     },
     endAtDeadline(res) {
       const exchange = exchangeOf(res);
       if (exchange && !exchange.finished && !res.headersSent && res.writable) {
-        return repliesOf(exchange).reject(exchange, gatewayError("SHUTTING_DOWN"), true);
+        return repliesOf(exchange).refuse(exchange, gatewayError("SHUTTING_DOWN"), true);
       }
       if (exchange && !exchange.finished) exchange.facts.cutAtDeadline = true;
       res.socket?.destroy();

@@ -49,7 +49,7 @@ export interface Pipeline {
    * started (a bad chunk in its body, a request timeout): the answer goes through the usual
    * reply and observe steps and closes the connection. False when nothing can be written.
    */
-  refuse(res: ServerResponse, error: GatewayError): boolean;
+  refuseResponse(res: ServerResponse, error: GatewayError): boolean;
   /**
    * The shutdown deadline: a request whose answer has not started is answered 503 SHUTTING_DOWN,
    * one under way is cut (its access line says cutAtDeadline). Either way its 'close' logs it.
@@ -74,11 +74,11 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   // The upstream is made last, since its handlers are the upstream answer's, which refuse through
   // the local replies: those reach it only once a request runs.
   const abandonUpstream = (exchange: CoreExchange) => upstream.abandon(exchange);
-  const { reject, answerLocally } = createLocalReplies(chains, abandonUpstream, isDraining);
+  const { refuse, answerLocally } = createLocalReplies(chains, abandonUpstream, isDraining);
   const budget = createAnswerBudget(config.server);
   const answers = createUpstreamAnswers({
     chains,
-    reject,
+    refuse,
     budget,
     maxBodyBytes: config.server.maxResponseBodyBytes,
     timeoutMs: config.upstream.timeoutMs,
@@ -133,7 +133,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     res.on("error", ignoreClientError);
 
     const verdict = version.judge.head(exchange);
-    if (verdict.kind === "refuse") return reject(exchange, verdict.error, verdict.closeConnection);
+    if (verdict.kind === "refuse") return refuse(exchange, verdict.error, verdict.closeConnection);
     if (verdict.kind === "answer") return answerLocally(exchange, verdict.reply);
     const { chain } = verdict;
     // The upstream prepends its own base path.
@@ -147,7 +147,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     // all it may: the client is told to come back, and nothing reached the backend.
     exchange.holdsAnswer = chain.holdsAnswer ? chain.holdsAnswer(exchange) : chain.readsResponseBody;
     if (exchange.holdsAnswer) {
-      if (budget.isFull()) return reject(exchange, GATEWAY_BUSY);
+      if (budget.isFull()) return refuse(exchange, GATEWAY_BUSY);
       budget.reserve(exchange);
     }
     if (tracing !== undefined) tracing.startClient(exchange);
@@ -156,13 +156,13 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
   function bodyRead(exchange: CoreExchange, chain: Chain): void {
     const error = versionOf(exchange).judge.body(exchange, chain);
-    if (error) return reject(exchange, error);
+    if (error) return refuse(exchange, error);
     send(exchange, chain);
   }
 
   // Closes the connection: the rest of the body is never read.
   function refuseTooLarge(exchange: CoreExchange): void {
-    reject(exchange, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage), true);
+    refuse(exchange, gatewayError("PAYLOAD_TOO_LARGE", tooLargeMessage), true);
   }
 
   return {
@@ -171,16 +171,16 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       markExpectingContinue(req);
       handle(req, res);
     },
-    refuse(res, error) {
+    refuseResponse(res, error) {
       const exchange = exchangeOf(res);
       if (!exchange || exchange.finished || res.headersSent || !res.writable) return false;
-      reject(exchange, error, true);
+      refuse(exchange, error, true);
       return true;
     },
     endAtDeadline(res) {
       const exchange = exchangeOf(res);
       if (exchange && !exchange.finished && !res.headersSent && res.writable) {
-        return reject(exchange, gatewayError("SHUTTING_DOWN"), true);
+        return refuse(exchange, gatewayError("SHUTTING_DOWN"), true);
       }
       if (exchange && !exchange.finished) exchange.facts.cutAtDeadline = true;
       res.socket?.destroy();

@@ -22,7 +22,7 @@ export interface LocalReplies {
    * Answers the exchange with the error, unless an answer is already under way; closeConnection
    * (or a request body left unread) closes the connection once it is written.
    */
-  reject(exchange: CoreExchange, error: GatewayError, closeConnection?: boolean): void;
+  refuse(exchange: CoreExchange, error: GatewayError, closeConnection?: boolean): void;
   /** A policy's own answer that is not an error: headers, no body. */
   answerLocally(exchange: CoreExchange, reply: LocalReply): void;
 }
@@ -51,7 +51,7 @@ export function createLocalReplies(
   write: AnswerWriter = WRITE_TO_CLIENT,
 ): LocalReplies {
   return {
-    reject(exchange, error, closeConnection = false) {
+    refuse(exchange, error, closeConnection = false) {
       if (exchange.finished || exchange.res.headersSent) return;
       // A body refused before it was read (no key, wrong media type, no body allowed) is not
       // drained: Node would read it to its end on a kept-alive connection, for anyone, unauthenticated.
@@ -101,7 +101,7 @@ export function createLocalReplies(
 export interface RawAnswerSink {
   readonly metrics: Metrics;
   readonly logger: Logger;
-  refuse(res: ServerResponse, code: ErrorCode): boolean;
+  refuseResponse(res: ServerResponse, code: ErrorCode): boolean;
 }
 
 /** A CONNECT, refused with the Error object: the gateway is not a tunnel. */
@@ -160,7 +160,7 @@ export function answerClientError(
   // The request being answered is still arriving (a broken chunk, a body too slow): it is the one
   // refused, through the pipeline, which logs and counts it like any other refusal.
   if (pending && !isClosing(socket) && (timeout || pending.req?.complete === false)) {
-    if (gateway.refuse(pending, code)) return;
+    if (gateway.refuseResponse(pending, code)) return;
   }
   // With no request line there is no operation or method.
   observeRawRefusal(gateway, reply, { parserError: error.code ?? "" });

@@ -27,7 +27,7 @@ export interface UpstreamAnswers {
 
 export interface UpstreamAnswerOptions {
   readonly chains: ReadonlyMap<Operation, Chain>;
-  readonly reject: LocalReplies["reject"];
+  readonly refuse: LocalReplies["refuse"];
   /** Room for answers held whole; one that does not fit is treated as one over the cap. */
   readonly budget: AnswerBudget;
   /** The most of an answer held to be judged whole, before and after decoding. */
@@ -41,7 +41,7 @@ export interface UpstreamAnswerOptions {
 const CUT_MID_ANSWER = "The backend closed the connection in the middle of its answer";
 
 export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamAnswers {
-  const { chains, reject, budget, maxBodyBytes, timeoutMs, isDraining, basePathHint } = options;
+  const { chains, refuse, budget, maxBodyBytes, timeoutMs, isDraining, basePathHint } = options;
 
   function onResponse(exchange: CoreExchange, response: UpstreamResponse): void {
     exchange.upstreamStatus = response.statusCode;
@@ -51,7 +51,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       // Not a final HTTP status: nothing a client could rely on.
       response.destroy();
       exchange.facts.upstreamFault = `status ${status}`;
-      return reject(
+      return refuse(
         exchange,
         gatewayError("UPSTREAM_UNAVAILABLE", "The backend answered with an invalid status"),
       );
@@ -78,7 +78,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
     });
     if (error) {
       response.destroy();
-      return reject(exchange, error);
+      return refuse(exchange, error);
     }
     writeUpstreamHead(exchange, chain, response, false, undefined);
     response.sink = new StreamedAnswer(exchange, response);
@@ -144,7 +144,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       if (error) {
         response.destroy();
         new HeldBody(chunks, this.size).free();
-        return reject(exchange, error);
+        return refuse(exchange, error);
       }
       // Allowed through (e.g. report mode): what was read goes first, the rest streams.
       writeUpstreamHead(exchange, this.chain, response, false, undefined);
@@ -176,7 +176,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       const error = runResponse(this.chain, exchange, answer);
       if (error) {
         sent.free();
-        return reject(exchange, error);
+        return refuse(exchange, error);
       }
       writeUpstreamHead(exchange, this.chain, response, judged !== undefined, sent.length);
       // Freed by the budget once the response has finished (answer-budget.ts).
@@ -188,7 +188,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       const { exchange } = this;
       if (exchange.finished) return;
       upstreamDone(exchange);
-      reject(exchange, gatewayError("UPSTREAM_UNAVAILABLE", CUT_MID_ANSWER));
+      refuse(exchange, gatewayError("UPSTREAM_UNAVAILABLE", CUT_MID_ANSWER));
     }
   }
 
@@ -213,7 +213,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
       exchange.res.destroy();
       return;
     }
-    reject(
+    refuse(
       exchange,
       fault === "timeout"
         ? gatewayError("UPSTREAM_TIMEOUT", `The backend did not answer within ${timeoutMs} ms`)

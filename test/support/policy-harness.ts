@@ -335,7 +335,7 @@ function runner(
   };
 
   const refuse = (exchange: CoreExchange, error: GatewayError, byPolicy: boolean, close = false): Answer => {
-    replies.reject(exchange, error, close);
+    replies.refuse(exchange, error, close);
     const answer = recorded(exchange);
     if (exchange.req.method !== "HEAD") {
       const body = JSON.parse(answer.body) as ErrorObject;

@@ -74,14 +74,14 @@ const replyPhases = (name: string): Chain => ({
 
 test("a refusal is the Error object, uncached, with the request id, and it is noted on the exchange", () => {
   const abandoned: CoreExchange[] = [];
-  const { reject } = createLocalReplies(
+  const { refuse } = createLocalReplies(
     new Map(),
     (exchange) => void abandoned.push(exchange),
     () => false,
   );
   const { exchange, written, socket } = fakeExchange();
   const error = gatewayError("NOT_FOUND");
-  reject(exchange, error);
+  refuse(exchange, error);
   assert.equal(written.status, 404);
   assert.deepEqual(JSON.parse(String(written.body)), {
     code: "NOT_FOUND",
@@ -100,70 +100,70 @@ test("a refusal is the Error object, uncached, with the request id, and it is no
 });
 
 test("a refusal's message goes out through the exchange's redactor, and its length with it", () => {
-  const { reject } = createLocalReplies(
+  const { refuse } = createLocalReplies(
     new Map(),
     () => undefined,
     () => false,
   );
   const { exchange, written } = fakeExchange();
-  reject(exchange, gatewayError("BAD_REQUEST", `query parameter ${PASTED_KEY} is not part of listPets`));
+  refuse(exchange, gatewayError("BAD_REQUEST", `query parameter ${PASTED_KEY} is not part of listPets`));
   const body = String(written.body);
   assert.equal(JSON.parse(body).message, "query parameter [redacted] is not part of listPets");
   assert.equal(written.headers?.["content-length"], Buffer.byteLength(body));
 });
 
 test("a refusal of a request whose body was never read closes the connection", () => {
-  const { reject } = createLocalReplies(
+  const { refuse } = createLocalReplies(
     new Map(),
     () => undefined,
     () => false,
   );
   for (const headers of [{ "content-length": "5" }, { "transfer-encoding": "chunked" }]) {
     const { exchange, written, socket } = fakeExchange({ method: "POST", headers });
-    reject(exchange, gatewayError("NOT_FOUND"));
+    refuse(exchange, gatewayError("NOT_FOUND"));
     assert.equal(written.headers?.connection, "close");
     assert.equal(isClosing(socket as never), true);
   }
   const empty = fakeExchange({ method: "POST", headers: { "content-length": "0" } });
-  reject(empty.exchange, gatewayError("NOT_FOUND"));
+  refuse(empty.exchange, gatewayError("NOT_FOUND"));
   assert.equal(empty.written.headers?.connection, undefined);
 });
 
 test("a HEAD request's refusal has the head of the Error object and no body", () => {
-  const { reject } = createLocalReplies(
+  const { refuse } = createLocalReplies(
     new Map(),
     () => undefined,
     () => false,
   );
   const { exchange, written } = fakeExchange({ method: "HEAD" });
-  reject(exchange, gatewayError("NOT_FOUND"));
+  refuse(exchange, gatewayError("NOT_FOUND"));
   assert.equal(written.status, 404);
   assert.ok(Number(written.headers?.["content-length"]) > 0);
   assert.equal(written.body, undefined);
 });
 
 test("nothing is written over an answer already under way or finished", () => {
-  const { reject, answerLocally } = createLocalReplies(
+  const { refuse, answerLocally } = createLocalReplies(
     new Map(),
     () => assert.fail("not abandoned"),
     () => false,
   );
   const { exchange, written } = fakeExchange();
   exchange.finished = true;
-  reject(exchange, gatewayError("NOT_FOUND"));
+  refuse(exchange, gatewayError("NOT_FOUND"));
   answerLocally(exchange, { status: 204, headers: {}, reason: "preflight" });
   assert.equal(written.ended, false);
 });
 
 test("a refusal runs its operation's reply phases; a policy's own answer has none, and no body", () => {
-  const { reject, answerLocally } = createLocalReplies(
+  const { refuse, answerLocally } = createLocalReplies(
     new Map([[getPet, replyPhases("x-reply")]]),
     () => undefined,
     () => false,
   );
   const refused = fakeExchange();
   refused.exchange.operation = getPet;
-  reject(refused.exchange, gatewayError("NOT_FOUND"));
+  refuse(refused.exchange, gatewayError("NOT_FOUND"));
   assert.equal(refused.written.headers?.["x-reply"], "404");
   const local = fakeExchange();
   answerLocally(local.exchange, { status: 204, headers: { allow: "GET" }, reason: "preflight" });
