@@ -121,7 +121,7 @@ export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
     return outcome(result, differences, reason);
   };
   /** Compiles, plans, compares and builds: everything but the swap. */
-  const judge = (
+  const assess = (
     api: ApiDescription,
     sha256: string,
     why: string,
@@ -173,10 +173,10 @@ export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
       return outcome("unchanged", []);
     }
     try {
-      const judged = judge(read.api, read.source.sha256, why);
-      if ("refused" in judged) return judged.refused;
-      swap(judged, why);
-      return outcome("ok", judged.differences);
+      const assessed = assess(read.api, read.source.sha256, why);
+      if ("refused" in assessed) return assessed.refused;
+      swap(assessed, why);
+      return outcome("ok", assessed.differences);
     } catch (error) {
       // A reload never ends the process: whatever failed, the running version serves on.
       return refuse(why, "error", String((error as Error)?.message ?? error), []);
@@ -207,10 +207,14 @@ export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
       } catch (error) {
         return refuse(why, "error", (error as Error).message, []);
       }
-      const judged = judge(api, source.sha256, why);
-      if ("refused" in judged) return judged.refused;
-      prepared = judged;
-      return { ...outcome("ok", judged.differences), version: judged.version.number, sha256: source.sha256 };
+      const assessed = assess(api, source.sha256, why);
+      if ("refused" in assessed) return assessed.refused;
+      prepared = assessed;
+      return {
+        ...outcome("ok", assessed.differences),
+        version: assessed.version.number,
+        sha256: source.sha256,
+      };
     },
     commit(sha256, why) {
       if (prepared === undefined || prepared.version.sha256 !== sha256) return false;

@@ -22,7 +22,9 @@ const BEARER_ONLY: OperationAccess = { public: false, unlike: undefined };
 const PUBLIC: OperationAccess = { public: true, unlike: undefined };
 
 export function accessOf(api: ApiDescription): Access {
-  const byId = new Map(api.operations.map((operation) => [operation.id, judge(operation)] as const));
+  const byId = new Map(
+    api.operations.map((operation) => [operation.id, accessOfOperation(operation)] as const),
+  );
   const unlike = api.operations.filter((operation) => byId.get(operation.id)?.unlike !== undefined);
   const warnings: PlanWarning[] =
     unlike.length === 0
@@ -36,10 +38,10 @@ export function accessOf(api: ApiDescription): Access {
             operations: unlike.map((operation) => operation.id),
           },
         ];
-  return { of: (operation) => byId.get(operation.id) ?? judge(operation), warnings };
+  return { of: (operation) => byId.get(operation.id) ?? accessOfOperation(operation), warnings };
 }
 
-function judge(operation: Operation): OperationAccess {
+function accessOfOperation(operation: Operation): OperationAccess {
   const { declaredBy, alternatives } = operation.security;
   if (declaredBy === "none") return { public: false, unlike: "no security" };
   if (alternatives.length === 0) {

@@ -16,7 +16,6 @@ import { declareErrors, type GatewayError } from "../../src/errors.ts";
 import type { Operation } from "../../src/openapi.ts";
 import { definePolicy, type Exchange, type PlanContext, type UpstreamAnswer } from "../../src/policy.ts";
 import { confirmingLine, inference } from "./inference.ts";
-import { judge } from "./judge.ts";
 import {
   describeRule,
   type OperationPlan,
@@ -36,6 +35,7 @@ import {
   renderReport,
   type Violation,
 } from "./report.ts";
+import { violationsOf } from "./violations.ts";
 
 export type { ContractMode, ContractReport } from "./report.ts";
 
@@ -272,7 +272,7 @@ export default definePolicy<ResponseContractOptions, ContractMetrics>({
         const unjudged = metrics.answers.labels(operation.id, "false");
         const check = (exchange: Exchange, answer: UpstreamAnswer): GatewayError | undefined => {
           judged.inc();
-          const found = judge(plan, exchange, answer);
+          const found = violationsOf(plan, exchange, answer);
           if (found === undefined) return undefined;
           record(plan, exchange, answer.status, found);
           if (!enforce) return undefined;

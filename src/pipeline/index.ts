@@ -1,4 +1,4 @@
-// The spine of one request's way through the gateway (judge): canonical request -> arrival
+// The spine of one request's way through the gateway (serveRequest): canonical request -> arrival
 // phases -> query -> route -> request phases -> rewrite -> body -> forward; the backend's answer
 // then goes through its response phases in reverse order, and every request ends in one observe
 // step. Each step lives in a file of its own in this folder; here is only their order. The core
@@ -109,12 +109,12 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     if (!isClosing(req.socket) && !admitRequest(req.socket, maxQueuedAnswerBytes)) {
       req.on("error", ignoreClientError);
       res.on("error", ignoreClientError);
-      return waitTurn(req.socket, () => judge(req, res));
+      return waitTurn(req.socket, () => serveRequest(req, res));
     }
-    judge(req, res);
+    serveRequest(req, res);
   }
 
-  function judge(req: IncomingMessage, res: ServerResponse): void {
+  function serveRequest(req: IncomingMessage, res: ServerResponse): void {
     // A request pipelined behind an answer that closes the connection is never judged nor
     // forwarded: the client has to send it again on a new connection.
     if (isClosing(req.socket)) {

@@ -18,7 +18,7 @@ const ANSWER_WORDING = untrustedValueWording("the answer");
 const MESSAGE_MAX = 200;
 
 /** The violations of one answer, or undefined when it keeps the contract. */
-export function judge(
+export function violationsOf(
   plan: OperationPlan,
   exchange: Exchange,
   answer: UpstreamAnswer,
