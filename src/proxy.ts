@@ -48,7 +48,6 @@ export interface UpstreamHandlers {
 }
 
 export interface Upstream {
-  readonly url: URL;
   /**
    * req.url must already hold the backend-relative path and query (e.g. "/pets?limit=20"). The
    * body is the one the gateway read; without one, a body the request has streams as it comes.
@@ -182,7 +181,6 @@ export function createUpstream(
   };
 
   return {
-    url: target,
     forward(exchange, body) {
       const flight: InFlight = {
         attempt: undefined,
