@@ -21,6 +21,8 @@ import {
 const COLLECT_TIMEOUT_MS = 3000;
 
 /** What the primary keeps of one worker's answers. */
+const DOCUMENT_INFO = "gateway_document_info";
+
 export interface Parts {
   /** What the current worker said last, used when it does not answer in time and kept when it dies. */
   metrics: MetricsPart | undefined;
@@ -80,12 +82,21 @@ export function createGroupCollection(options: {
   const source: OpsSource = {
     contentType: registry.contentType,
     async metrics() {
+      const answered = new Set<Parts>();
       await askEach({ what: "metrics" }, (parts, part) => {
-        if (Array.isArray(part)) parts.metrics = part as MetricsPart;
+        if (!Array.isArray(part)) return;
+        parts.metrics = part as MetricsPart;
+        answered.add(parts);
       });
       options.beforeScrape();
       const all: MetricsPart[] = [...retiredMetrics];
-      for (const { parts } of options.live()) if (parts.metrics) all.push(parts.metrics);
+      for (const { parts } of options.live()) {
+        if (!parts.metrics) continue;
+        // A worker that did not answer in time is counted from what it said last, which may be
+        // from before a document reload was committed: its counters still stand, but not its
+        // word on which version serves, or a scrape would show two after the commit.
+        all.push(answered.has(parts) ? parts.metrics : parts.metrics.filter((m) => m.name !== DOCUMENT_INFO));
+      }
       all.push((await registry.getMetricsAsJSON()) as unknown as MetricsPart);
       return AggregatorRegistry.aggregate(all as MetricsPart[]).metrics();
     },
