@@ -27,7 +27,8 @@ import { logPolicyFailure } from "./pipeline/policy-failure.ts";
 import { watchSends } from "./pipeline/send-watchdog.ts";
 import type { GatewayPlan } from "./plan.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
-import { createTracing, type TracingSettings } from "./tracing/index.ts";
+import type { TracingSettings } from "./tracing/index.ts";
+import { loadedTracing } from "./tracing/load.ts";
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -147,7 +148,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const tracing =
     options.tracing === undefined || config.mode === "decision"
       ? undefined
-      : createTracing(options.tracing, {
+      : tracingFactory()(options.tracing, {
           dropped: metrics.traceSpansDropped,
           upstreamUrl: options.upstreamUrl,
         });
@@ -237,6 +238,13 @@ const NO_TOKEN: OpsToken = {
   reload: async () => {},
   close: async () => {},
 };
+
+function tracingFactory() {
+  const create = loadedTracing();
+  if (create === undefined)
+    throw new Error("tracing settings given before await loadTracing() (src/tracing/load.ts)");
+  return create;
+}
 
 /** Each thing the document asks that the gateway will not do as written: one warn line. */
 export function logPlanWarnings(logger: Logger, plan: GatewayPlan): void {

@@ -14,6 +14,7 @@ import { pendingResponse } from "./node-internals.ts";
 import type { DocumentSource } from "./openapi/document-source.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
 import { shutdownOnSignals } from "./shutdown.ts";
+import { loadTracing } from "./tracing/load.ts";
 import { tracingSettings } from "./tracing/settings.ts";
 
 /** What a serving process needs: the policies, the validated config and the backend it fronts. */
@@ -56,6 +57,9 @@ export interface Serving {
 export async function serve(setup: ProcessSetup, options: ServeOptions): Promise<Serving> {
   const { config } = setup;
   const { logger } = options.log;
+  const tracing = tracingSettings(process.env);
+  // The SDK is imported only when tracing is on (src/tracing/load.ts).
+  if (tracing !== undefined) await loadTracing();
   const { gateway, server, opsServer } = buildGateway({
     config,
     policies: setup.policies,
@@ -63,7 +67,7 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     environment: setup.environment,
     logger,
     // Each process (a cluster's workers too) exports its own spans.
-    tracing: tracingSettings(process.env),
+    tracing,
     startupWarnings: options.startupWarnings ?? true,
     ops: options.ops,
     ...(options.document === undefined ? {} : { document: options.document, reportsReloads: false }),

@@ -8,6 +8,7 @@ import { buildGateway, type Gateway } from "../../src/gateway.ts";
 import { createLogger } from "../../src/logger.ts";
 import type { AnyPolicyDefinition } from "../../src/policy.ts";
 import type { TracingSettings } from "../../src/tracing/index.ts";
+import { loadTracing } from "../../src/tracing/load.ts";
 import { LogCapture } from "./log-capture.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./processes.ts";
 
@@ -39,6 +40,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<TestGa
   const logs = new LogCapture();
   // The gateway's own logger configuration (redaction included), writing into the capture.
   const { logger } = createLogger(config.log.level, logs);
+  if (options.tracing) await loadTracing();
   const built = buildGateway({
     config,
     policies: options.policies ?? policies,
