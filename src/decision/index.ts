@@ -10,7 +10,7 @@ import { gatewayError } from "../errors.ts";
 import { finishHeaders } from "../pipeline/answer-headers.ts";
 import { markExpectingContinue, readBody } from "../pipeline/body.ts";
 import type { Chain } from "../pipeline/chains.ts";
-import { admitRequest, isClosing, requestEnded, waitTurn } from "../pipeline/connection-state.ts";
+import { ignoreClientError, inTurn, requestEnded } from "../pipeline/connection-state.ts";
 import { type CoreExchange, exchangeOf } from "../pipeline/exchange.ts";
 import type { Pipeline, PipelineOptions } from "../pipeline/index.ts";
 import { createLocalReplies, type LocalReplies } from "../pipeline/local-replies.ts";
@@ -46,22 +46,9 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     versions.statusLabel,
   );
 
-  function handle(req: IncomingMessage, res: ServerResponse): void {
-    if (!isClosing(req.socket) && !admitRequest(req.socket, maxQueuedAnswerBytes)) {
-      req.on("error", ignoreClientError);
-      res.on("error", ignoreClientError);
-      return waitTurn(req.socket, () => decide(req, res));
-    }
-    decide(req, res);
-  }
+  const handle = inTurn(maxQueuedAnswerBytes, decide);
 
   function decide(req: IncomingMessage, res: ServerResponse): void {
-    if (isClosing(req.socket)) {
-      req.on("error", ignoreClientError);
-      res.on("error", ignoreClientError);
-      req.resume();
-      return;
-    }
     const call = callOf(req.url ?? "");
     if (call.kind === "render") {
       // Not a decision: nothing is counted or logged, the request phases never run.
@@ -169,7 +156,3 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
 }
 
 const NO_BODY = Buffer.alloc(0);
-
-function ignoreClientError(): void {
-  // A proxy that goes away mid-call is observed on 'close', like a client in proxy mode.
-}

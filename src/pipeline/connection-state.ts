@@ -4,6 +4,7 @@
 // Connections the gateway has decided to close. Once an answer carries Connection: close (a
 // framing error, an oversized body, HTTP/1.0, draining), whatever else the client pipelined on
 // that connection is neither judged nor forwarded, and no second answer is written after it.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { resumeReadingSocket, stopReadingSocket } from "../node-internals.ts";
 
@@ -118,3 +119,35 @@ function stopReading(socket: Socket, state: Pipelining): void {
   // Node's HTTP server reads the socket in C++, where socket.pause() does not reach.
   stopReadingSocket(socket);
 }
+
+/**
+ * A front door's request handler, taken in turn: a connection holds at most PIPELINE_DEPTH
+ * requests in flight and the rest wait; a request pipelined behind an answer that closes the
+ * connection is never served (the client sends it again on a new connection). Both doors, the
+ * proxy's and the decision service's, admit requests through this one function.
+ */
+export function inTurn(
+  maxQueuedAnswerBytes: number,
+  serve: (req: IncomingMessage, res: ServerResponse) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const serveUnlessClosing = (req: IncomingMessage, res: ServerResponse) => {
+    if (isClosing(req.socket)) {
+      req.on("error", ignoreClientError);
+      res.on("error", ignoreClientError);
+      req.resume();
+      return;
+    }
+    serve(req, res);
+  };
+  return (req, res) => {
+    if (!isClosing(req.socket) && !admitRequest(req.socket, maxQueuedAnswerBytes)) {
+      req.on("error", ignoreClientError);
+      res.on("error", ignoreClientError);
+      return waitTurn(req.socket, () => serveUnlessClosing(req, res));
+    }
+    serveUnlessClosing(req, res);
+  };
+}
+
+/** A client that goes away mid-request is not the gateway's fault; 'close' observes it. */
+export function ignoreClientError(): void {}

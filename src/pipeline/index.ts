@@ -16,7 +16,7 @@ import { createAnswerBudget } from "./answer-budget.ts";
 import { createBasePathHint } from "./base-path-hint.ts";
 import { markExpectingContinue, readBody } from "./body.ts";
 import type { Chain } from "./chains.ts";
-import { admitRequest, isClosing, requestEnded, waitTurn } from "./connection-state.ts";
+import { ignoreClientError, inTurn, requestEnded } from "./connection-state.ts";
 import type { CoreExchange } from "./exchange.ts";
 import { exchangeOf } from "./exchange.ts";
 import { clientAddressOf, forward } from "./forward.ts";
@@ -104,25 +104,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
     onConnected: (ok) => metrics.upstreamUp.set(ok ? 1 : 0),
   });
 
-  function handle(req: IncomingMessage, res: ServerResponse): void {
-    // A connection holds at most PIPELINE_DEPTH requests in flight; the rest wait their turn.
-    if (!isClosing(req.socket) && !admitRequest(req.socket, maxQueuedAnswerBytes)) {
-      req.on("error", ignoreClientError);
-      res.on("error", ignoreClientError);
-      return waitTurn(req.socket, () => serveRequest(req, res));
-    }
-    serveRequest(req, res);
-  }
+  const handle = inTurn(maxQueuedAnswerBytes, serveRequest);
 
   function serveRequest(req: IncomingMessage, res: ServerResponse): void {
-    // A request pipelined behind an answer that closes the connection is never judged nor
-    // forwarded: the client has to send it again on a new connection.
-    if (isClosing(req.socket)) {
-      req.on("error", ignoreClientError);
-      res.on("error", ignoreClientError);
-      req.resume();
-      return;
-    }
     // Read once: a reload swapped in while this request is under way does not change its judge.
     const version = versions.enter();
     const exchange = version.judge.open(req, res, clientAddressOf(req, isTrustedProxy));
@@ -192,8 +176,4 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       upstream.close();
     },
   };
-}
-
-function ignoreClientError(): void {
-  // A client that goes away mid-request is not the gateway's fault; 'close' observes it.
 }
