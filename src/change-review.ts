@@ -48,8 +48,11 @@ export interface RecordedUsage {
   readonly calls: number;
   /** Epoch milliseconds. */
   readonly lastSeen: number;
+  /** Query parameters the document declares that it sent, in the document's order. */
   readonly parameters: readonly string[];
+  /** For an enum query parameter, the values of the enum it sent. */
   readonly values: Readonly<Record<string, readonly string[]>>;
+  /** The responses it received, as the document writes them ("200", "4XX", "default"). */
   readonly statuses: readonly string[];
   /** JSON request-body members sent, as pointers into the schema. */
   readonly members: readonly string[];

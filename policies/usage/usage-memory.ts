@@ -7,32 +7,19 @@
 // client's is kept (a value is only a bit when the document lists it). Consumers are kept least
 // recently seen first out past a bound, and the evictions counted.
 import { LRUCache } from "lru-cache";
+import type { RecordedUsage } from "../../src/change-review.ts";
 import type { ApiDescription, Operation } from "../../src/openapi.ts";
 import { type MemberLayout, memberLayout, setSentMembers } from "./body-members.ts";
 
-/** One consumer's use of one operation, as the report and the log lines say it. */
-export interface UsageRow {
-  readonly consumer: string;
-  readonly operation: string;
-  readonly calls: number;
+/**
+ * One consumer's use of one operation, as the report and the log lines say it: the record the
+ * change review reads (src/change-review.ts), with its instants as ISO text.
+ */
+export type UsageRow = Omit<RecordedUsage, "lastSeen"> & {
   /** ISO instants. */
   readonly firstSeen: string;
   readonly lastSeen: string;
-  /** Query parameters the document declares that it sent, in the document's order. */
-  readonly parameters: readonly string[];
-  /** For an enum query parameter, the values of the enum it sent. */
-  readonly values: Readonly<Record<string, readonly string[]>>;
-  /** The responses it received, as the document writes them ("200", "4XX", "default"). */
-  readonly statuses: readonly string[];
-  /** JSON request-body members it sent, as pointers into the schema (`-` items, `*` others). */
-  readonly members: readonly string[];
-  /** For an enum member, the values of the enum it sent, by pointer. */
-  readonly memberValues: Readonly<Record<string, readonly string[]>>;
-  /** Answers read (a sample): their members are `answerMembers`. 0: none was read, nothing is known. */
-  readonly sampled: number;
-  /** The members present on the sampled JSON answers, as pointers, by the response as written. */
-  readonly answerMembers: Readonly<Record<string, readonly string[]>>;
-}
+};
 
 /** Which bit says what, for one operation. */
 interface Layout {
