@@ -284,7 +284,7 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
           },
           default: [],
           description:
-            "Peers whose `X-Forwarded-For` is kept and appended to, and whose `X-Real-IP`, `CF-Connecting-IP` and the like reach the backend (from any other peer they are removed): IP addresses and ranges (`10.0.0.0/8`, `fd00::/8`), matched as addresses (a host name is refused)",
+            "Peers whose `X-Forwarded-For` is kept and appended to, and whose `X-Real-IP`, `CF-Connecting-IP` and the like reach the backend (from any other peer they are removed); in decision mode, the proxies whose `X-Forwarded-For` names the client of a decision (from any other peer the peer is the client): IP addresses and ranges (`10.0.0.0/8`, `fd00::/8`), matched as addresses (a host name is refused)",
         },
         sendTimeoutMs: {
           ...MILLISECONDS,

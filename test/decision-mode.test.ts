@@ -44,7 +44,12 @@ describe("a gateway in decision mode", () => {
     keys = writeKeysFile(["alice"]);
     gw = await startGateway({
       upstreamUrl: "",
-      config: { mode: "decision", policies: { auth: { keysFile: keys.file } } },
+      // The proxy is this test at 127.0.0.1; a call from 127.0.0.2 is from a peer not trusted.
+      config: {
+        mode: "decision",
+        server: { trustedProxies: ["127.0.0.1"] },
+        policies: { auth: { keysFile: keys.file } },
+      },
     });
   });
   after(() => gw.close());
@@ -198,6 +203,36 @@ describe("a gateway in decision mode", () => {
       const answer = await request(`${gw.origin}/decide/${door}`, { key: keys.key });
       assert.equal(answer.status, 400, door);
     }
+  });
+
+  test("the client is the address the proxy set only when the call comes from a trusted proxy, else the peer", async () => {
+    const clientOf = async (reqId: string, localAddress: string, door: "nginx" | "envoy") => {
+      const headers = { authorization: `Bearer ${keys.key}`, "x-request-id": reqId };
+      const answer =
+        door === "nginx"
+          ? await request(`${gw.origin}/decide/nginx`, {
+              localAddress,
+              headers: {
+                ...headers,
+                "x-original-method": "GET",
+                "x-original-uri": "/v1/pets/7",
+                "x-forwarded-for": "203.0.113.9",
+              },
+            })
+          : await request(`${gw.origin}/decide/envoy/v1/pets/7`, {
+              localAddress,
+              // Envoy appends the client's address to what the client sent.
+              headers: { ...headers, "x-forwarded-for": "198.51.100.66, 203.0.113.9" },
+            });
+      assert.equal(answer.status, 200);
+      // The deprecated call's line names the client.
+      const line = gw.logs.lines.find((l) => l.msg === "deprecated call" && l.reqId === reqId);
+      return line?.clientAddress;
+    };
+    assert.equal(await clientOf("client-nginx-trusted", "127.0.0.1", "nginx"), "203.0.113.9");
+    assert.equal(await clientOf("client-envoy-trusted", "127.0.0.1", "envoy"), "203.0.113.9");
+    assert.equal(await clientOf("client-nginx-stranger", "127.0.0.2", "nginx"), "127.0.0.2");
+    assert.equal(await clientOf("client-envoy-stranger", "127.0.0.2", "envoy"), "127.0.0.2");
   });
 
   test("a request that is not a decision call gets 404, as a path of no operation does", async () => {

@@ -5,7 +5,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import type { CoreExchange } from "../pipeline/exchange.ts";
 import type { AnswerWriter } from "../pipeline/local-replies.ts";
-import { unmappedAddress } from "../trusted-proxies.ts";
+import { type TrustedProxies, unmappedAddress } from "../trusted-proxies.ts";
 import { carryAnswer } from "./carried-answer.ts";
 
 /** Where every door lives: /decide/<proxy>. */
@@ -30,10 +30,10 @@ export interface Door {
   readonly name: string;
   /**
    * Rewrites the check request into the original one (its method, target and body headers) and
-   * returns the client's address; or says what the proxy failed to send (the call is refused:
-   * the proxy then fails closed).
+   * returns the client's address as the proxy set it; or says what the proxy failed to send (the
+   * call is refused: the proxy then fails closed).
    */
-  enter(req: IncomingMessage): { readonly clientAddress: string } | { readonly problem: string };
+  enter(req: IncomingMessage): Entered;
   /** The proxy sends the request body along (Envoy's with_request_body): body phases run. */
   readonly readsBody: boolean;
   /** How a refusal or a local answer reaches the client through this proxy; undefined: as it is. */
@@ -50,6 +50,27 @@ export interface Door {
   ): OutgoingHttpHeaders;
 }
 
+/** A door's call, read: the client's address the proxy set, or what the proxy failed to send. */
+export type Entered = { readonly forwardedFor: string } | { readonly problem: string };
+
+/**
+ * The client of a decision, by proxy mode's rule (src/pipeline/forward.ts): what a proxy says of
+ * the client is believed only from a peer in server.trustedProxies, else the peer is the client.
+ * Only the hop the proxy itself wrote counts, never one to the left of it (a client's own claim
+ * when the proxy appends, as Envoy does), so no client-sent copy can steer it; hops in front of
+ * the proxy are the proxy's own to judge (nginx's set_real_ip_from, Envoy's xff_num_trusted_hops).
+ */
+export function clientOfDecision(
+  peerAddress: string,
+  entered: Entered | undefined,
+  isTrustedProxy: TrustedProxies,
+): string {
+  const peer = unmappedAddress(peerAddress);
+  return entered !== undefined && "forwardedFor" in entered && isTrustedProxy(peer)
+    ? entered.forwardedFor
+    : peer;
+}
+
 /** Where a door finds the original request: names the proxy's generated config (or the proxy) sets. */
 interface OriginalNames {
   readonly method: string;
@@ -61,7 +82,8 @@ interface OriginalNames {
 
 /**
  * Reads the original request from headers the proxy sets on every call (overwriting any client
- * copy), and the client's address from the last X-Forwarded-For hop, which the proxy wrote.
+ * copy), and the client's address from the last X-Forwarded-For hop, which the proxy wrote
+ * (believed from a trusted proxy only: clientOfDecision).
  * For a proxy that sends no body, what the client declared about its body goes where the request
  * phases read it; for one that sends the body, the call's own framing stays.
  */
@@ -87,7 +109,7 @@ function enterFrom(names: OriginalNames, proxy: string): Door["enter"] {
     }
     req.method = method;
     req.url = uri;
-    return { clientAddress: address };
+    return { forwardedFor: address };
   };
 }
 
@@ -172,7 +194,7 @@ const ENVOY: Door = {
     const address = lastHop(req.headers["x-forwarded-for"]);
     if (address === undefined) return { problem: "Envoy did not send X-Forwarded-For" };
     req.url = url.slice(ENVOY_PATH_PREFIX.length);
-    return { clientAddress: address };
+    return { forwardedFor: address };
   },
   readsBody: true,
   carry: undefined,

@@ -15,9 +15,9 @@ import { type CoreExchange, exchangeOf } from "../pipeline/exchange.ts";
 import type { Pipeline, PipelineOptions } from "../pipeline/index.ts";
 import { createLocalReplies, type LocalReplies } from "../pipeline/local-replies.ts";
 import { createObserve } from "../pipeline/observe.ts";
-import { unmappedAddress } from "../trusted-proxies.ts";
+import { trustedProxies } from "../trusted-proxies.ts";
 import { CARRIED_ANSWER_HEADER, renderCarried } from "./carried-answer.ts";
-import { callOf, type Door } from "./doors.ts";
+import { callOf, clientOfDecision, type Door } from "./doors.ts";
 
 /** Which door an exchange came through: its answers go out in that door's form. */
 const DOOR_FACT = "decidedFor";
@@ -27,6 +27,7 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
   // Every live version's chains, by operation: the replies find a request's chain by its operation.
   const { chains } = versions;
   const { maxQueuedAnswerBytes, maxRequestBodyBytes } = config.server;
+  const isTrustedProxy = trustedProxies(config.server.trustedProxies);
   const tooLargeMessage = `the request body is over ${maxRequestBodyBytes} bytes`;
   let draining = false;
   const isDraining = () => draining;
@@ -59,10 +60,7 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     }
     const door = call.kind === "decide" ? call.door : undefined;
     const entered = door?.enter(req);
-    const clientAddress =
-      entered !== undefined && "clientAddress" in entered
-        ? entered.clientAddress
-        : unmappedAddress(req.socket.remoteAddress ?? "");
+    const clientAddress = clientOfDecision(req.socket.remoteAddress ?? "", entered, isTrustedProxy);
     // Read once, as in proxy mode: a reload swapped in meanwhile does not change this decision's judge.
     const version = versions.enter();
     const exchange = version.judge.open(req, res, clientAddress);

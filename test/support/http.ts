@@ -14,6 +14,8 @@ export interface RequestOptions {
   readonly body?: string | Buffer;
   /** A bearer key: sets Authorization: Bearer <key>. */
   readonly key?: string;
+  /** The address to connect from (another loopback address, 127.0.0.2, is another peer). */
+  readonly localAddress?: string;
 }
 
 /** One HTTP/1.1 request on its own connection; the body is returned whole, as text. */
@@ -23,7 +25,13 @@ export function request(url: string, options: RequestOptions = {}): Promise<Answ
   if (options.body !== undefined && headers["content-type"] === undefined)
     headers["content-type"] = "application/json";
   return new Promise((resolveAnswer, rejectAnswer) => {
-    const req = http.request(url, { method: options.method ?? "GET", headers, agent: false }, (res) => {
+    const how = {
+      method: options.method ?? "GET",
+      headers,
+      agent: false,
+      ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
+    };
+    const req = http.request(url, how, (res) => {
       answerOf(res).then(resolveAnswer, rejectAnswer);
     });
     req.on("error", rejectAnswer);
