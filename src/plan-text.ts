@@ -3,7 +3,8 @@
 // Names come from the document and the config, which someone else may have written: no control
 // character of theirs reaches the operator's terminal (an ESC could clear it or retitle it, a CR
 // or a bidi override could make one line read as another).
-import type { GatewayPlan, PlannedOperation, PlannedParameter } from "./plan.ts";
+import { PROXY_CAPABILITIES } from "./decision/capabilities.ts";
+import type { GatewayPlan, PlannedOperation, PlannedParameter, ProxyShortfall } from "./plan.ts";
 import { TERMINAL_CONTROLS, TERMINAL_CONTROLS_BEYOND_C0 } from "./untrusted-text.ts";
 
 export interface PlanSources {
@@ -70,7 +71,21 @@ function operationText(operation: PlannedOperation): string[] {
   for (const { policy, lines: said } of operation.text) {
     for (const line of said) lines.push(`  ${policy}: ${line}`);
   }
+  for (const shortfall of operation.decisionMode) lines.push(`  decision mode: ${shortfallText(shortfall)}`);
   return lines;
+}
+
+function shortfallText(shortfall: ProxyShortfall): string {
+  const through = `through ${PROXY_CAPABILITIES[shortfall.proxy].title}`;
+  if (shortfall.givesUp === "request-body-validation") {
+    return `${through} the request body is not validated (${shortfall.because})`;
+  }
+  const { parameters, policy } = shortfall;
+  const named =
+    parameters.length === 1
+      ? `the query parameter ${parameters[0]} reaches the backend as the client sent it, not as the ${policy} policy sets it`
+      : `the query parameters ${parameters.join(", ")} reach the backend as the client sent them, not as the ${policy} policy sets them`;
+  return `${through} ${named} (${shortfall.because})`;
 }
 
 function parameterText(parameter: PlannedParameter): string {

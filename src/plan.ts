@@ -4,6 +4,13 @@
 // warnings; `npm run plan` (scripts/plan.ts) prints the whole of it.
 import { loadConfigForCommand } from "./config.ts";
 import type { GatewayConfig } from "./config-schema.ts";
+import {
+  because,
+  PROXY_CAPABILITIES,
+  PROXY_NAMES,
+  type ProxyCapabilities,
+  type ProxyName,
+} from "./decision/capabilities.ts";
 import { PAGE_SIZE_EXTENSION } from "./openapi/page-size.ts";
 import { type ApiDescription, loadApiDescription, type Operation, type ParameterSpec } from "./openapi.ts";
 import type { AnyPolicyDefinition, PlanContext, PlanWarning } from "./policy.ts";
@@ -56,9 +63,25 @@ export interface PlannedOperation {
   } | null;
   /** Each policy's facts as data, by policy name (only the policies that act on the operation). */
   readonly policies: Readonly<Record<string, unknown>>;
+  /**
+   * What a proxy in front of the gateway in decision mode gives up on this operation
+   * (docs/plugin-mode.md), from the same capability facts the doors and the capability table use.
+   */
+  readonly decisionMode: readonly ProxyShortfall[];
   /** The same as lines for people, in the order the policies judge a request. */
   readonly text: readonly { readonly policy: string; readonly lines: readonly string[] }[];
 }
+
+/** One thing a proxy does not carry on an operation in decision mode, and why. */
+export type ProxyShortfall = { readonly proxy: ProxyName; readonly because: string } & (
+  | { readonly givesUp: "request-body-validation" }
+  /** A policy sets these query parameters for the backend; through this proxy they arrive as sent. */
+  | {
+      readonly givesUp: "query-set-by-policy";
+      readonly policy: string;
+      readonly parameters: readonly string[];
+    }
+);
 
 export interface GatewayPlan {
   readonly title: string;
@@ -136,10 +159,14 @@ export function planGateway(options: PlanOptions): GatewayPlan {
     const data: Record<string, unknown> = {};
     const text: { policy: string; lines: readonly string[] }[] = [];
     let open = false;
+    const setsQuery: { policy: string; parameters: readonly string[] }[] = [];
     for (const { name, plan } of plans) {
       const facts = plan?.operation?.(operation);
       if (facts === undefined) continue;
       if (facts.public) open = true;
+      if (facts.setsQuery !== undefined && facts.setsQuery.length > 0) {
+        setsQuery.push({ policy: name, parameters: facts.setsQuery });
+      }
       data[name] = facts.data;
       if (facts.text.length > 0) text.push({ policy: name, lines: facts.text });
     }
@@ -153,6 +180,7 @@ export function planGateway(options: PlanOptions): GatewayPlan {
       pageSize: pageSizeOf(operation),
       requestBody: requestBodyOf(operation, api),
       policies: data,
+      decisionMode: shortfallsOf(operation, setsQuery),
       text,
     };
   });
@@ -284,4 +312,34 @@ function requestBodyOf(operation: Operation, api: ApiDescription): PlannedOperat
       schema: entry.schema === undefined ? "no schema" : describeSchema(entry.schema, api.schemas, true),
     })),
   };
+}
+
+/** Per proxy, what decision mode loses on the operation: a body it never judges, a query it cannot set. */
+function shortfallsOf(
+  operation: Operation,
+  setsQuery: readonly { readonly policy: string; readonly parameters: readonly string[] }[],
+): ProxyShortfall[] {
+  // A body the gateway reads: one it validates against a schema, or parses as JSON.
+  const judgesBody = operation.requestBody?.content.some(
+    (entry) => entry.validate !== undefined || entry.json,
+  );
+  const shortfalls: ProxyShortfall[] = [];
+  for (const proxy of PROXY_NAMES) {
+    const capabilities: ProxyCapabilities = PROXY_CAPABILITIES[proxy];
+    if (judgesBody && !capabilities.sendsBody) {
+      shortfalls.push({ proxy, givesUp: "request-body-validation", because: because.noBody(capabilities) });
+    }
+    if (!capabilities.takesTarget) {
+      for (const { policy, parameters } of setsQuery) {
+        shortfalls.push({
+          proxy,
+          givesUp: "query-set-by-policy",
+          policy,
+          parameters,
+          because: because.noTarget(capabilities),
+        });
+      }
+    }
+  }
+  return shortfalls;
 }

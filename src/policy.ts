@@ -203,6 +203,12 @@ export interface PolicyInstance {
 export interface OperationPlanFacts {
   /** The policy lets anyone call the operation, with no credential (the plan lists these first). */
   readonly public?: boolean;
+  /**
+   * The query parameters the policy may set for the backend (setQueryParameter): a proxy in front
+   * of decision mode that cannot rewrite the target leaves them as the client sent them, and the
+   * plan says so.
+   */
+  readonly setsQuery?: readonly string[];
   readonly text: readonly string[];
   readonly data: unknown;
 }

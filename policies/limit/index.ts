@@ -76,6 +76,7 @@ export default definePolicy<LimitOptions, Counter<"operation" | "parameter" | "a
         const mine = clamped.filter((entry) => entry.operationId === operation.id);
         if (mine.length === 0) return undefined;
         return {
+          setsQuery: mine.map(({ spec }) => spec.name),
           text: mine.map(
             ({ spec, minimum, maximum, fallback }) =>
               `${spec.name} clamped to ${minimum ?? "-∞"}..${maximum ?? "∞"}${fallback === undefined ? "" : `; ${fallback} when absent`} (${appliedHeaderOf(spec.name)})`,

@@ -6,6 +6,7 @@ import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import type { CoreExchange } from "../pipeline/exchange.ts";
 import type { AnswerWriter } from "../pipeline/local-replies.ts";
 import { type TrustedProxies, unmappedAddress } from "../trusted-proxies.ts";
+import { PROXY_CAPABILITIES } from "./capabilities.ts";
 import { carryAnswer } from "./carried-answer.ts";
 
 /** Where every door lives: /decide/<proxy>. */
@@ -126,7 +127,7 @@ const prefixedAllow: Door["allowHeaders"] = (exchange, clientHeaders, owned, ups
 const NGINX: Door = {
   name: "nginx",
   enter: enterFrom(NGINX_ORIGINAL, "nginx"),
-  readsBody: false,
+  readsBody: PROXY_CAPABILITIES.nginx.sendsBody,
   carry: carryAnswer,
   allowHeaders: prefixedAllow,
 };
@@ -142,7 +143,7 @@ export const CADDY_ORIGINAL = {
 const CADDY: Door = {
   name: "caddy",
   enter: enterFrom(CADDY_ORIGINAL, "Caddy"),
-  readsBody: false,
+  readsBody: PROXY_CAPABILITIES.caddy.sendsBody,
   carry: undefined,
   allowHeaders(exchange, clientHeaders, owned, upstreamTarget) {
     // Caddy 2.6's rewrite expands placeholders again in a query that came from one: a brace is
@@ -160,7 +161,7 @@ export const TRAEFIK_ORIGINAL = { method: "x-forwarded-method", uri: "x-forwarde
 const TRAEFIK: Door = {
   name: "traefik",
   enter: enterFrom(TRAEFIK_ORIGINAL, "Traefik"),
-  readsBody: true,
+  readsBody: PROXY_CAPABILITIES.traefik.sendsBody,
   carry: undefined,
   allowHeaders(exchange, clientHeaders, owned, upstreamTarget) {
     const headers: OutgoingHttpHeaders = { ...clientHeaders, [UPSTREAM_URI_HEADER]: upstreamTarget };
@@ -177,7 +178,7 @@ const TRAEFIK: Door = {
 const HAPROXY: Door = {
   name: "haproxy",
   enter: enterFrom(NGINX_ORIGINAL, "HAProxy"),
-  readsBody: false,
+  readsBody: PROXY_CAPABILITIES.haproxy.sendsBody,
   carry: undefined,
   allowHeaders: prefixedAllow,
 };
@@ -196,7 +197,7 @@ const ENVOY: Door = {
     req.url = url.slice(ENVOY_PATH_PREFIX.length);
     return { forwardedFor: address };
   },
-  readsBody: true,
+  readsBody: PROXY_CAPABILITIES.envoy.sendsBody,
   carry: undefined,
   allowHeaders(exchange, clientHeaders, owned, upstreamTarget) {
     const headers: OutgoingHttpHeaders = { ...clientHeaders, [UPSTREAM_URI_HEADER]: upstreamTarget };

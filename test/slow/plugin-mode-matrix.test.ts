@@ -14,7 +14,7 @@ import {
   PROXIES,
   type Row,
   runMatrix,
-  STATED,
+  statedFor,
 } from "../support/plugin-matrix.ts";
 
 const skip = matrixSkipReason();
@@ -35,7 +35,7 @@ describe("plugin mode: proxy mode, nginx, Envoy (simulated), Caddy, Traefik (sim
     const staleStatements: string[] = [];
     for (const row of rows) {
       for (const cell of row.cells) {
-        const stated = STATED[cell.proxy][row.case.name];
+        const stated = statedFor(cell.proxy, row);
         if (cell.differences.length > 0 && stated === undefined) {
           unstated.push(`${row.case.name} on ${cell.proxy}: ${cell.differences.join("; ")}`);
         }

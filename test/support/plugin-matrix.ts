@@ -11,6 +11,7 @@ import policies from "../../policies/index.ts";
 import { DEPRECATED_CALL_MSG } from "../../policies/lifecycle/deprecation-report.ts";
 import { validateConfig } from "../../src/config.ts";
 import { caddyConfig } from "../../src/decision/caddy-config.ts";
+import { because, PROXY_CAPABILITIES, PROXY_NAMES, type ProxyName } from "../../src/decision/capabilities.ts";
 import { envoyConfig } from "../../src/decision/envoy-config.ts";
 import { haproxyConfig } from "../../src/decision/haproxy-config.ts";
 import { nginxConfig } from "../../src/decision/nginx-config.ts";
@@ -26,16 +27,9 @@ import { writeKeysFileAt } from "./keys.ts";
 import { freePort, nginxSkipReason, startNginx } from "./nginx.ts";
 import { startTraefikHarness } from "./traefik-harness.ts";
 
-export type Proxy = "nginx" | "envoy" | "caddy" | "traefik" | "haproxy";
-export const PROXIES: readonly Proxy[] = ["nginx", "envoy", "caddy", "traefik", "haproxy"];
+export type Proxy = ProxyName;
+export const PROXIES: readonly Proxy[] = PROXY_NAMES;
 export const SIMULATED: ReadonlySet<Proxy> = new Set(["envoy", "traefik"]);
-const TITLES: Readonly<Record<Proxy, string>> = {
-  nginx: "nginx",
-  envoy: "Envoy",
-  caddy: "Caddy",
-  traefik: "Traefik",
-  haproxy: "HAProxy",
-};
 
 /** Why the matrix cannot run here (a proxy it runs for real is missing), or undefined. */
 export function matrixSkipReason(): string | undefined {
@@ -60,6 +54,8 @@ export interface Case {
   readonly clock?: Clock;
   /** Headers a client sent to steer the gateway: none may take effect. */
   readonly spoof?: true;
+  /** Proxy mode refuses it for its body's bytes: a proxy that sends the decision no body cannot. */
+  readonly judgesBody?: true;
 }
 
 const PET = '{"name":"Rex","categoryId":1}';
@@ -231,6 +227,7 @@ export const CASES: readonly Case[] = [
     path: "/v1/pets",
     key: "alice",
     body: '{"name":"Rex"}',
+    judgesBody: true,
   },
   {
     name: "body-malformed",
@@ -239,6 +236,7 @@ export const CASES: readonly Case[] = [
     path: "/v1/pets",
     key: "alice",
     body: '{"name":',
+    judgesBody: true,
   },
   {
     name: "body-media-type",
@@ -314,23 +312,20 @@ function ORIGIN(): string {
   return "https://shop.example";
 }
 
-const NO_BODY = (how: string) =>
-  `allowed: ${how} sends no body, so body validation is off (the backend validates)`;
-const TRAEFIK_HEADERS =
-  "allowed, without X-Request-Id, Vary or X-Limit-Applied: forwardAuth cannot add the answer's headers to the client's answer";
-const TRAEFIK_LIMIT =
-  "allowed with the limit unchanged (forwardAuth cannot rewrite the target), without X-Request-Id, Vary or X-Limit-Applied";
+const { traefik } = PROXY_CAPABILITIES;
+const WITHOUT_HEADERS = "without X-Request-Id, Vary or X-Limit-Applied";
 
 /** Proxies that cannot add the decision's headers to the client's answer (stated per cell). */
-export const NO_CLIENT_HEADERS: ReadonlySet<Proxy> = new Set(["traefik"]);
+export const NO_CLIENT_HEADERS: ReadonlySet<Proxy> = new Set(
+  PROXIES.filter((proxy) => !PROXY_CAPABILITIES[proxy].addsAnswerHeaders),
+);
 
-/** A proxy's cell that differs from proxy mode, and why: every such cell is stated, never silent. */
-export const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
+/**
+ * A proxy's cell that differs from proxy mode, and why, where the capability facts do not say it
+ * (src/decision/capabilities.ts: statedFor): every such cell is stated, never silent.
+ */
+const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
   nginx: {
-    "body-invalid":
-      "allowed: nginx sends no body to auth_request, so body validation is off (the backend validates)",
-    "body-malformed":
-      "allowed: nginx sends no body to auth_request, so body validation is off (the backend validates)",
     "body-oversize":
       "413 from nginx itself (client_max_body_size, its own HTML body), before the key is checked",
     "decision-down": "fails closed: nginx answers 500 (auth_request turns any failure into 500)",
@@ -343,48 +338,53 @@ export const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> =
     "decision-500": "fails closed: Envoy passes the decision's 500 on",
   },
   caddy: {
-    "body-invalid": NO_BODY("forward_auth"),
-    "body-malformed": NO_BODY("forward_auth"),
     "decision-down": "fails closed: Caddy answers 502",
     "decision-slow": "fails closed: Caddy answers 504 after response_header_timeout",
     "decision-500": "fails closed: Caddy passes the decision's 500 on",
   },
   traefik: {
-    list: TRAEFIK_HEADERS,
-    "list-status": TRAEFIK_HEADERS,
-    create: TRAEFIK_HEADERS,
-    head: TRAEFIK_HEADERS,
-    deprecated:
-      "allowed, logged and counted once, but without Deprecation, Sunset and Link: forwardAuth cannot add the answer's headers to the client's answer",
-    "spoof-consumer": TRAEFIK_HEADERS,
-    "spoof-consumer-underscore": TRAEFIK_HEADERS,
-    "spoof-original-uri": TRAEFIK_HEADERS,
-    "spoof-forwarded-uri": TRAEFIK_HEADERS,
-    "spoof-forwarded-method": TRAEFIK_HEADERS,
-    "authorization-pass": TRAEFIK_LIMIT,
-    "authorization-strip": TRAEFIK_LIMIT,
-    "authorization-replace": TRAEFIK_LIMIT,
-    "limit-absent": TRAEFIK_LIMIT,
-    "limit-0": TRAEFIK_LIMIT,
-    "limit-1000": TRAEFIK_LIMIT,
+    deprecated: `allowed, logged and counted once, but without Deprecation, Sunset and Link: ${because.noAnswerHeaders(traefik)}`,
     "body-oversize":
       "401 from Traefik itself, no body (forwardBody's maxBodySize), before the key is checked",
     "cors-preflight":
       "reaches the backend: Traefik takes the preflight's 204 as an allow (answer preflights with Traefik's headers middleware)",
-    "cors-call": `${TRAEFIK_LIMIT}, nor the CORS headers`,
+    "cors-call": `allowed with the limit unchanged (${because.noTarget(traefik)}), ${WITHOUT_HEADERS}, nor the CORS headers`,
     "decision-down": "fails closed: Traefik answers 500",
     "decision-slow":
       "fails closed: Traefik answers 500 after its client's timeout (30 s in Traefik, not configurable; shortened in the harness)",
     "decision-500": "fails closed: Traefik passes the decision's 500 on",
   },
   haproxy: {
-    "body-invalid": NO_BODY("the Lua auth-request"),
-    "body-malformed": NO_BODY("the Lua auth-request"),
     "decision-down": "fails closed: HAProxy answers 503 (its HTTP client's own error page)",
     "decision-slow": "fails closed: HAProxy answers 504 after the timeout",
     "decision-500": "fails closed: HAProxy passes the decision's 500 on",
   },
 };
+
+/**
+ * What a proxy's cell is stated to be, or undefined where it must be the same as proxy mode: the
+ * cells above, else what the capability facts say the proxy gives up on this case (the body it
+ * never sends; on an allowed call, the target it cannot rewrite and the answer's headers it
+ * cannot add), in the words `npm run plan` uses.
+ */
+export function statedFor(proxy: Proxy, row: Row): string | undefined {
+  const stated = STATED[proxy][row.case.name];
+  if (stated !== undefined) return stated;
+  const capabilities = PROXY_CAPABILITIES[proxy];
+  if (row.case.judgesBody && !capabilities.sendsBody) {
+    return `allowed: ${because.noBody(capabilities)}, so body validation is off (the backend validates)`;
+  }
+  const reached = row.reference?.backend;
+  if (reached === undefined) return undefined;
+  // Proxy mode sent the backend another target than the client's: a policy set its query.
+  if (!capabilities.takesTarget && reached.url !== row.case.path) {
+    const headers = capabilities.addsAnswerHeaders ? "" : `, ${WITHOUT_HEADERS}`;
+    return `allowed with the limit unchanged (${because.noTarget(capabilities)})${headers}`;
+  }
+  if (!capabilities.addsAnswerHeaders)
+    return `allowed, ${WITHOUT_HEADERS}: ${because.noAnswerHeaders(capabilities)}`;
+  return undefined;
+}
 
 /** What is compared: the client's answer and the backend's request. */
 export interface Seen {
@@ -706,7 +706,7 @@ function compare(reference: Seen, seen: Seen): string[] {
 export function capabilityPage(rows: readonly Row[]): string {
   const cell = (row: Row, proxy: Proxy) => {
     const found = row.cells.find((c) => c.proxy === proxy);
-    const stated = STATED[proxy][row.case.name];
+    const stated = statedFor(proxy, row);
     const mark = SIMULATED.has(proxy) ? " (simulated)" : "";
     if (found && found.differences.length === 0) return `same${mark}`;
     return `**${stated ?? "differs"}**${mark}`;
@@ -727,7 +727,7 @@ export function capabilityPage(rows: readonly Row[]): string {
     "",
     `${rows.length} cases × ${PROXIES.length} proxies: ${PROXIES.map((proxy) => `${proxy} ${identical(proxy)} same, ${rows.length - identical(proxy)} stated`).join("; ")}.`,
     "",
-    `| case | proxy mode | ${PROXIES.map((proxy) => TITLES[proxy]).join(" | ")} |`,
+    `| case | proxy mode | ${PROXIES.map((proxy) => PROXY_CAPABILITIES[proxy].title).join(" | ")} |`,
     `|---|---|${PROXIES.map(() => "---").join("|")}|`,
   ];
   for (const row of rows) {
