@@ -381,6 +381,62 @@ describe("kubectl kustomize deploy/kubernetes", { skip: noKubectl }, () => {
     const value = (name: string) => gateway.env.find((entry: { name: string }) => entry.name === name)?.value;
     assert.equal(value("API_KEYS_FILE"), env("API_KEYS_FILE"), "the base's other settings are kept");
   });
+
+  test("the decision overlay: decision mode, no upstream, the decision port open to the proxy's pods only, the ops port to the scraper", async () => {
+    const dir = "deploy/kubernetes/overlays/decision";
+    const decision = render(dir);
+    for (const object of decision) await validate(object);
+    // The base's config, with decision mode and the proxies whose X-Forwarded-For it believes.
+    const base = JSON.parse(readFileSync(at("deploy/kubernetes/base/gateway.json"), "utf8"));
+    const configMap = ofKind(decision, "ConfigMap");
+    const given = JSON.parse(configMap.data?.["gateway.json"] ?? "{}");
+    assert.deepEqual(given, {
+      ...base,
+      mode: "decision",
+      server: { ...base.server, trustedProxies: given.server?.trustedProxies },
+    });
+    const decisionConfig = validateConfig(given, policies);
+    assert.equal(decisionConfig.mode, "decision");
+    assert.ok(decisionConfig.server.trustedProxies.length > 0, "the proxy's pods are trusted proxies");
+    const spec = ofKind(decision, "Deployment").spec.template.spec;
+    const gateway = spec.containers[0];
+    const names = gateway.env.map((entry: { name: string }) => entry.name);
+    assert.ok(!names.includes("UPSTREAM_URL"), "no backend: the proxy forwards");
+    assert.ok(names.includes("API_KEYS_FILE"), "the base's other settings are kept");
+    assert.ok(
+      spec.volumes.some(
+        (volume: { configMap?: { name: string } }) => volume.configMap?.name === configMap.metadata.name,
+      ),
+      "the pods mount the decision config",
+    );
+    // The decision port is the public port: the container port named http, the config's port.
+    const http = gateway.ports.find((port: { name: string }) => port.name === "http");
+    assert.equal(http.containerPort, decisionConfig.port);
+
+    const policy = ofKind(decision, "NetworkPolicy");
+    assert.ok(
+      matches(
+        policy.spec.podSelector.matchLabels,
+        ofKind(decision, "Deployment").spec.template.metadata.labels,
+      ),
+    );
+    assert.deepEqual(policy.spec.policyTypes, ["Ingress"]);
+    const rules = policy.spec.ingress as { from?: unknown[]; ports: { port: string }[] }[];
+    assert.deepEqual(
+      rules.filter((rule) => rule.from === undefined || rule.from.length === 0),
+      [],
+      "no port is open to every peer",
+    );
+    const decisionRules = rules.filter((rule) => rule.ports.some((port) => port.port === "http"));
+    assert.deepEqual(
+      decisionRules.map((rule) => rule.from),
+      [[{ podSelector: { matchLabels: { "petstore-gateway/decision-client": "true" } } }]],
+    );
+    const baseRules = ofKind(objects, "NetworkPolicy").spec.ingress as { ports: { port: string }[] }[];
+    const opsOf = (of: typeof baseRules) =>
+      of.filter((rule) => rule.ports.some((port) => port.port === "ops"));
+    assert.deepEqual(opsOf(rules), opsOf(baseRules), "the ops port as in the base: the scraper's namespace");
+  });
 });
 
 // ---- the alert rules ----
