@@ -21,13 +21,20 @@
 // enforce mode must, and nothing else; and "bare-must": the same proxy doing also the rest of the
 // must-do work (the key's digest, the `limit` default, a deadline, a histogram, an access line to
 // /dev/null). Their ratios to the bare proxy are those bounds, measured.
+// Decision mode (issue 31), when nginx is installed: on list20 and getPet, "nginx-decision" is
+// Debian's nginx with the config `npm run proxy-config -- nginx` generates, asking the gateway in
+// decision mode, and "nginx-check" the same nginx asking the least possible check
+// (scripts/bench/nginx-check.ts), beside the gateway with the contract off; their CPU per request
+// is nginx's (master and workers) plus the decision service's. "decision-rate" sends a fixed
+// 1,000 decisions/s (open loop) through nginx-decision and reads the decision's p99 from its own
+// access lines.
 // Other flags: --rounds N --duration S --connections N --rate N --loader wrk|autocannon
-// --backend static|demo --no-nginx --only list20,list100,create,getPet,keys,patterns,rate,rss
+// --backend static|demo --no-nginx --only list20,list100,create,getPet,keys,patterns,rate,decision-rate,rss
 // --compare GIT_REF: also runs the gateway as it was at GIT_REF, as one more target in the same
 // rounds, so that a change to the gateway is measured against its predecessor on equal terms.
 // --compare-flags="NODE FLAGS": the same, for the gateway of this tree started with other Node
 // flags (e.g. "--max-semi-space-size=8").
-// --targets direct,nginx,bare,bare-check,bare-must,bare-undici,must-undici,fastify,gateway,gateway-report-0.1,gateway-nocontract,compare: run only these targets in
+// --targets direct,nginx,bare,bare-check,bare-must,bare-undici,must-undici,fastify,gateway,gateway-report-0.1,gateway-nocontract,nginx-decision,nginx-check,compare: run only these targets in
 // the throughput and fixed-rate scenarios (an A/B of two gateways: --targets gateway,compare).
 //
 // This file reads the flags; scripts/bench/main.ts runs the benchmark, with the targets
@@ -50,7 +57,8 @@ import { main } from "./bench/main.ts";
 import { shutDown } from "./bench/processes.ts";
 
 const USAGE = `usage: npm run bench -- [--quick] [--profile [--baseline bare|bare-check|bare-must]]
-  [--only list20,list100,create,getPet,keys,patterns,rate,rss] [--targets direct,nginx,bare,bare-check,bare-must,bare-undici,must-undici,fastify,gateway,gateway-report-0.1,gateway-nocontract,compare]
+  [--only list20,list100,create,getPet,keys,patterns,rate,decision-rate,rss]
+  [--targets direct,nginx,bare,bare-check,bare-must,bare-undici,must-undici,fastify,gateway,gateway-report-0.1,gateway-nocontract,nginx-decision,nginx-check,compare]
   [--compare GIT_REF | --compare-flags="NODE FLAGS"] [--rounds N] [--duration S] [--connections N] [--rate N]
   [--loader wrk|autocannon] [--backend static|demo] [--no-nginx]
 See docs/performance.md.

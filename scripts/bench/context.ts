@@ -13,6 +13,7 @@ export const ALL_SCENARIOS = [
   "keys",
   "patterns",
   "rate",
+  "decision-rate",
   "rss",
 ] as const;
 export type ScenarioId = (typeof ALL_SCENARIOS)[number];
@@ -28,6 +29,8 @@ export const ALL_TARGETS = [
   "gateway",
   "gateway-report-0.1",
   "gateway-nocontract",
+  "nginx-decision",
+  "nginx-check",
   "compare",
 ];
 export type Baseline = "bare" | "bare-check" | "bare-must";

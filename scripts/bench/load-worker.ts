@@ -10,6 +10,7 @@
 //   for the second as fast as it can, then wait, so "2,000 req/s" becomes bursts at full speed.
 import { createRequire } from "node:module";
 import net from "node:net";
+import { percentile } from "./stats.ts";
 
 export interface LoadOrder {
   readonly url: string;
@@ -53,12 +54,6 @@ type Autocannon = (
 ) => AutocannonInstance;
 
 const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
-
-export function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[index] as number;
-}
 
 /** One response read off a keep-alive socket: where it ends in the buffer, and its status. */
 function parseResponse(buffer: Buffer): { end: number; status: number } | undefined | "bad" {

@@ -24,6 +24,7 @@ import {
   writeResults,
 } from "./report.ts";
 import {
+  decisionRateScenario,
   keysScenario,
   measureMustDo,
   patternsScenario,
@@ -37,12 +38,16 @@ import {
 import {
   bareProxyArgs,
   checkout,
+  decisionServiceOf,
   KEYS,
   LOAD_KEYS,
   startBackend,
+  startDecisionGateway,
   startFastify,
   startGateway,
   startNginx,
+  startNginxCheck,
+  startNginxDecision,
   type Target,
   undiciProxyArgs,
   writeKeys,
@@ -106,6 +111,20 @@ export async function main(options: Options): Promise<void> {
     : undefined;
   const gateway = spread(await startGateway(bench, "gateway", backend.url, loadKeyFile));
   const nginx = chosen(bench, "nginx") ? await startNginx(bench, backendOrigin) : undefined;
+  // Decision mode (issue 31), on list20 and getPet: Debian's nginx with the generated config,
+  // asking the gateway in decision mode (nginx-decision) or the least check (nginx-check).
+  const decides = bench.nginxPath !== undefined && (wanted(bench, "list20") || wanted(bench, "getPet"));
+  const decisionPairs: (Target & { stop(): Promise<void> })[] = [];
+  if (decides && chosen(bench, "nginx-decision")) {
+    const service = decisionServiceOf(await startDecisionGateway(bench, "decision", loadKeyFile));
+    const pair = await startNginxDecision(bench, "nginx-decision", backend.url, loadKeyFile, service);
+    if (pair) decisionPairs.push(spread(pair));
+  }
+  if (decides && chosen(bench, "nginx-check")) {
+    const service = await startNginxCheck(bench, loadKeyFile);
+    const pair = await startNginxDecision(bench, "nginx-check", backend.url, loadKeyFile, service);
+    if (pair) decisionPairs.push(spread(pair));
+  }
   const proxies: Target[] = [
     direct,
     ...(nginx ? [nginx] : []),
@@ -137,8 +156,10 @@ export async function main(options: Options): Promise<void> {
   };
   // The cost of response validation on its own: the same gateway with the contract off, on the
   // pages where the contract reads the most.
+  // The decision pairs are held to it on getPet too.
   const withoutContract =
-    (wanted(bench, "list20") || wanted(bench, "list100")) && chosen(bench, "gateway-nocontract")
+    (wanted(bench, "list20") || wanted(bench, "list100") || decisionPairs.length > 0) &&
+    chosen(bench, "gateway-nocontract")
       ? spread(await startGateway(bench, "gateway-nocontract", backend.url, loadKeyFile, [], ROOT, "off"))
       : undefined;
   // The page scenarios carry the targets: with them run the checking bare proxy and the must-do
@@ -165,6 +186,14 @@ export async function main(options: Options): Promise<void> {
     ...(fastify ? [fastify] : []),
     ...(withoutContract ? [withoutContract] : []),
   ];
+  const withDecisionPairs = (targets: readonly Target[]) =>
+    decisionPairs.length === 0
+      ? targets
+      : [
+          ...targets,
+          ...decisionPairs,
+          ...(withoutContract && !targets.includes(withoutContract) ? [withoutContract] : []),
+        ];
   // nginx is the reference for what a proxy can do at all: one scenario says it (bare/nginx), and
   // its turns elsewhere would only lengthen the run (the whole of it stays well under five minutes).
   const withoutNginx = (targets: readonly Target[]) => targets.filter((target) => target !== nginx);
@@ -174,7 +203,7 @@ export async function main(options: Options): Promise<void> {
       "list20",
       "GET /v1/pets, a 20-animal page",
       REQUESTS.list20,
-      pages,
+      withDecisionPairs(pages),
       direct,
       0.9,
     ),
@@ -190,7 +219,7 @@ export async function main(options: Options): Promise<void> {
       0.8,
     ),
   );
-  if (withoutContract) await stop(withoutContract.child);
+  if (withoutContract && decisionPairs.length === 0) await stop(withoutContract.child);
   if (reportSampled) await stop(reportSampled.child);
   if (fastify) await stop(fastify.child);
   await run("create", () =>
@@ -210,11 +239,13 @@ export async function main(options: Options): Promise<void> {
       "getPet",
       "GET /v1/pets/{id}, deprecated",
       REQUESTS.getPet,
-      withoutNginx(proxies),
+      withDecisionPairs(withoutNginx(proxies)),
       direct,
       undefined,
     ),
   );
+  for (const pair of decisionPairs) await pair.stop();
+  if (withoutContract && decisionPairs.length > 0) await stop(withoutContract.child);
   if (wanted(bench, "keys")) {
     const manyKeyFile = join(bench.work, "keys-100000.json");
     writeKeys(manyKeyFile, 100_000);
@@ -249,6 +280,19 @@ export async function main(options: Options): Promise<void> {
       direct,
     ),
   );
+  // The decision's own latency at 1,000 decisions/s, from its access lines: a pair of its own,
+  // whose gateway logs to a file (the throughput pairs log to /dev/null, as the gateway does).
+  if (wanted(bench, "decision-rate") && chosen(bench, "nginx-decision") && bench.nginxPath) {
+    const logFile = join(bench.work, "decision-access.log");
+    const service = decisionServiceOf(
+      await startDecisionGateway(bench, "decision-logged", loadKeyFile, logFile),
+    );
+    const pair = await startNginxDecision(bench, "nginx-decision", backend.url, loadKeyFile, service);
+    if (pair) {
+      await run("decision-rate", () => decisionRateScenario(bench, pair, logFile, direct));
+      await pair.stop();
+    }
+  }
   let rss: RssResult | undefined;
   if (wanted(bench, "rss")) {
     process.stderr.write("rss ");

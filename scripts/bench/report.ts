@@ -26,6 +26,11 @@ export function printScenario(result: ScenarioResult): void {
       `  ${name.padEnd(20)}${thousands(f.rps).padStart(10)}${fmt(f.p50, 2).padStart(9)}${fmt(f.p99, 2).padStart(9)}${fmt(f.cpuUs, 0).padStart(12)}`,
     );
   }
+  for (const [name, f] of Object.entries(result.targets)) {
+    if (f.cpuPartsUs === undefined) continue;
+    const split = Object.entries(f.cpuPartsUs).map(([part, us]) => `${part} ${fmt(us, 0)}`);
+    lines.push(`  ${name} cpu us/req by party: ${split.join(", ")}`);
+  }
   if (result.mustDoUs !== undefined) lines.push(`  must-do work alone: ${fmt(result.mustDoUs, 2)} us/req`);
   for (const [name, value] of Object.entries(result.ratios)) lines.push(`  ${name}: ${fmt(value, 3)}`);
   for (const verdict of result.verdicts) lines.push(`  ${verdict}`);

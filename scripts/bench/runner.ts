@@ -13,7 +13,9 @@ export async function measure(
   load: { connections: number; durationS: number; rate?: number },
 ): Promise<Measured> {
   const pids = target.pids();
+  const parts = Object.entries(target.parts?.() ?? {});
   const before = pids.map(cpuMs);
+  const partsBefore = parts.map(([, own]) => own.map(cpuMs));
   const url = `${target.origin}${spec.path}`;
   const result =
     bench.loader === "wrk" && load.rate === undefined
@@ -29,25 +31,37 @@ export async function measure(
           ...(load.rate === undefined ? {} : { rate: load.rate }),
         });
   const after = pids.map(cpuMs);
+  const partsAfter = parts.map(([, own]) => own.map(cpuMs));
   bench.answered.set(target.name, (bench.answered.get(target.name) ?? 0) + result.requests);
-  let spent = 0;
-  for (let i = 0; i < pids.length; i++) {
-    const [a, b] = [after[i], before[i]];
-    if (a === undefined || b === undefined) {
-      spent = Number.NaN;
-      break;
-    }
-    spent += a - b;
-  }
+  const spent = spentMs(before, after);
   if (result.non2xx > 0 || result.errors > 0) {
     process.stderr.write(
       `bench: ${target.name} ${spec.method} ${spec.path}: ${result.non2xx} non-2xx answers, ${result.errors} errors\n`,
     );
   }
+  const perRequest = (ms: number) =>
+    Number.isNaN(ms) ? undefined : (ms * 1000) / Math.max(result.requests, 1);
+  const cpuPartsUs: Record<string, number> = {};
+  parts.forEach(([name], i) => {
+    const us = perRequest(spentMs(partsBefore[i] ?? [], partsAfter[i] ?? []));
+    if (us !== undefined) cpuPartsUs[name] = us;
+  });
   return {
     ...result,
-    cpuUs: Number.isNaN(spent) ? undefined : (spent * 1000) / Math.max(result.requests, 1),
+    cpuUs: perRequest(spent),
+    ...(parts.length === 0 ? {} : { cpuPartsUs }),
   };
+}
+
+/** CPU milliseconds the processes spent between two readings; NaN when one is missing. */
+function spentMs(before: readonly (number | undefined)[], after: readonly (number | undefined)[]): number {
+  let spent = 0;
+  for (let i = 0; i < before.length; i++) {
+    const [a, b] = [after[i], before[i]];
+    if (a === undefined || b === undefined) return Number.NaN;
+    spent += a - b;
+  }
+  return spent;
 }
 
 /** One request of the scenario to the target, outside the measured load. */

@@ -2,7 +2,7 @@
 // modelled bounds), a big key file against a small one, latency at a fixed rate, and RSS under
 // many open connections; before them, the work no gateway can skip, measured alone.
 import { type ChildProcess, execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GATEWAY_NODE_FLAGS } from "../start-command.ts";
 import { type Bench, ROOT, type ScenarioId, wanted } from "./context.ts";
@@ -17,6 +17,7 @@ import {
   figures,
   type Measured,
   median,
+  percentile,
   perRound,
   reachOf,
   rpsRatio,
@@ -107,6 +108,16 @@ export async function throughputScenario(
   ratio("gateway/fastify", "gateway", "fastify", rpsRatio);
   ratio("cpu per request gateway/fastify", "gateway", "fastify", cpuRatio);
   ratio("gateway-report-0.1/bare", "gateway-report-0.1", "bare", rpsRatio);
+  // Decision mode (issue 31): nginx asking the gateway, against nginx asking the least check and
+  // against the in-path gateway with the contract off (which decision mode cannot enforce either);
+  // CPU per request of nginx (master and workers) and the decision service together.
+  for (const pair of ["nginx-decision", "nginx-check"]) {
+    ratio(`${pair}/gateway-nocontract`, pair, "gateway-nocontract", rpsRatio);
+    ratio(`cpu per request ${pair}/gateway-nocontract`, pair, "gateway-nocontract", cpuRatio);
+    ratio(`p99 ${pair}/gateway-nocontract`, pair, "gateway-nocontract", (x, y) => x.p99 / y.p99);
+  }
+  ratio("nginx-decision/nginx-check", "nginx-decision", "nginx-check", rpsRatio);
+  ratio("cpu per request nginx-decision/nginx-check", "nginx-decision", "nginx-check", cpuRatio);
   // The same ratios read another way: each target's least disturbed round, bare's CPU per request
   // over the target's. A neighbour's few seconds in one target's turn can move the median of a few
   // per-round ratios well past the noise, in either direction: a proxy short of CPU also handles
@@ -153,7 +164,7 @@ export async function throughputScenario(
       `${r >= goal ? "MET" : "MISSED"}: gateway/bare ${r.toFixed(2)} (target >= ${goal})${reach}${firmer}`,
     );
   }
-  verdicts.push(...issue29Verdicts(id, runs));
+  verdicts.push(...issue29Verdicts(id, runs), ...issue31Verdicts(id, runs));
   return {
     id,
     title,
@@ -182,6 +193,28 @@ function issue29Verdicts(id: ScenarioId, runs: Record<string, Measured[]>): stri
   // list100's gateway/bare >= 0.8 is the verdict above, with its bounds.
   if (id === "list100") verdicts.push(targetVerdict(runs, "gateway-report-0.1", "bare", 1.1));
   return verdicts.filter((verdict): verdict is string => verdict !== undefined);
+}
+
+/**
+ * Issue 31's targets for decision mode, on the 20-animal page and the deprecated getPet: nginx +
+ * the gateway deciding at least 0.8 x nginx + the least check, at least 2.5 x the in-path gateway
+ * with the contract off, at no more than 0.3 x its CPU per request.
+ */
+function issue31Verdicts(id: ScenarioId, runs: Record<string, Measured[]>): string[] {
+  if (id !== "list20" && id !== "getPet") return [];
+  return [
+    targetVerdict(runs, "nginx-decision", "nginx-check", 0.8),
+    targetVerdict(runs, "nginx-decision", "gateway-nocontract", 2.5),
+    targetVerdict(
+      runs,
+      "nginx-decision",
+      "gateway-nocontract",
+      0.3,
+      cpuRatio,
+      "cpu per request nginx-decision/gateway-nocontract",
+      true,
+    ),
+  ].filter((verdict): verdict is string => verdict !== undefined);
 }
 
 export async function keysScenario(
@@ -327,6 +360,89 @@ export async function rateScenario(
       `${p99Delta <= 1 ? "MET" : "MISSED"}: p99 gateway - bare = ${p99Delta.toFixed(2)} ms (target <= 1 ms)${queueing}`,
     ],
   };
+}
+
+/** Issue 31's rate for the decision's own latency: 1,000 decisions a second. */
+export const DECISION_RATE = 1000;
+
+/**
+ * The decision's own latency at a fixed 1,000 decisions a second: the open loop (load-worker.ts:
+ * requests leave on schedule whatever the target does) sends `list20` through nginx to a
+ * gateway in decision mode whose access lines go to `logFile`; each round's p50 and p99 are read
+ * from the durationMs of the lines that round wrote (the decision alone, nginx and the network
+ * aside), and the load generator's own figures (through nginx) stand beside them.
+ */
+export async function decisionRateScenario(
+  bench: Bench,
+  target: Target,
+  logFile: string,
+  reference: Target,
+): Promise<ScenarioResult> {
+  const spec = REQUESTS.list20;
+  await preflight([target], spec, reference);
+  const load = {
+    connections: bench.settings.connections,
+    durationS: bench.settings.rateDurationS,
+    rate: DECISION_RATE,
+  };
+  await measure(bench, target, spec, { ...load, durationS: bench.settings.warmupS });
+  const runs: Measured[] = [];
+  const decisions: { p50: number; p99: number; lines: number }[] = [];
+  const pooled: number[] = [];
+  for (let round = 0; round < bench.settings.rateRounds; round++) {
+    const from = statSync(logFile).size;
+    const run = await measure(bench, target, spec, load);
+    runs.push(run);
+    const durations = await accessLineDurations(logFile, from, run.requests);
+    const sorted = Float64Array.from(durations).sort();
+    decisions.push({ p50: percentile(sorted, 50), p99: percentile(sorted, 99), lines: sorted.length });
+    pooled.push(...durations);
+    process.stderr.write(".");
+  }
+  const p99 = median(decisions.map((d) => d.p99));
+  const all = Float64Array.from(pooled).sort();
+  const name = target.name;
+  return {
+    id: "decision-rate",
+    title: `Fixed rate: ${DECISION_RATE} decisions/s (GET /v1/pets through nginx), the decision's own latency`,
+    ...measuredUnder(
+      spec,
+      load,
+      bench.settings.rateRounds,
+      { [name]: runs },
+      "open loop (scripts/bench/load-worker.ts)",
+    ),
+    ratios: {
+      "decision p50, access lines (ms)": median(decisions.map((d) => d.p50)),
+      "decision p99, access lines (ms)": p99,
+      "decision p99 over every round's lines (ms)": percentile(all, 99),
+      "access lines read": decisions.reduce((sum, d) => sum + d.lines, 0),
+      "p99 through nginx, at the client (ms)": median(runs.map((run) => run.p99)),
+    },
+    verdicts: [
+      `${p99 <= 1 ? "MET" : "MISSED"}: decision p99 ${p99.toFixed(3)} ms from its access lines (target <= 1 ms at ${DECISION_RATE} decisions/s; median of ${decisions.length} rounds)`,
+    ],
+  };
+}
+
+/**
+ * The durationMs of the access lines written to `file` after byte `from`: waits (up to a second)
+ * for `expected` of them, since the gateway's asynchronous destination writes its last lines a
+ * moment after the answers.
+ */
+async function accessLineDurations(file: string, from: number, expected: number): Promise<number[]> {
+  const deadline = performance.now() + 1000;
+  for (;;) {
+    const durations: number[] = [];
+    const text = readFileSync(file).subarray(from).toString("utf8");
+    for (const line of text.split("\n")) {
+      if (!line.includes('"msg":"request"')) continue;
+      const { durationMs } = JSON.parse(line) as { durationMs?: number };
+      if (typeof durationMs === "number") durations.push(durationMs);
+    }
+    if (durations.length >= expected || performance.now() > deadline) return durations;
+    await new Promise((wake) => setTimeout(wake, 50));
+  }
 }
 
 export interface RssFigures {

@@ -5,6 +5,8 @@ import type { LoadResult } from "./load-worker.ts";
 export interface Measured extends LoadResult {
   /** CPU time the target's own processes spent per answered request, in microseconds. */
   readonly cpuUs: number | undefined;
+  /** The same per party, for a target of several (Target.parts). */
+  readonly cpuPartsUs?: Readonly<Record<string, number>>;
 }
 
 export interface TargetFigures {
@@ -12,6 +14,8 @@ export interface TargetFigures {
   readonly p50: number;
   readonly p99: number;
   readonly cpuUs: number | undefined;
+  /** The median per party, for a target of several. */
+  readonly cpuPartsUs?: Readonly<Record<string, number>>;
   readonly rounds: readonly Measured[];
 }
 
@@ -24,10 +28,21 @@ export const median = (values: readonly number[]): number => {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 
+/** The p-th percentile of sorted values (nearest rank). */
+export function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index] as number;
+}
+
 export function figures(runs: Record<string, Measured[]>): Record<string, TargetFigures> {
   return Object.fromEntries(
     Object.entries(runs).map(([name, rounds]) => {
       const cpu = median(rounds.map((r) => r.cpuUs ?? Number.NaN));
+      const partNames = [...new Set(rounds.flatMap((r) => Object.keys(r.cpuPartsUs ?? {})))];
+      const cpuPartsUs = Object.fromEntries(
+        partNames.map((part) => [part, median(rounds.map((r) => r.cpuPartsUs?.[part] ?? Number.NaN))]),
+      );
       return [
         name,
         {
@@ -35,6 +50,7 @@ export function figures(runs: Record<string, Measured[]>): Record<string, Target
           p50: median(rounds.map((r) => r.p50)),
           p99: median(rounds.map((r) => r.p99)),
           cpuUs: Number.isNaN(cpu) ? undefined : cpu,
+          ...(partNames.length === 0 ? {} : { cpuPartsUs }),
           rounds,
         },
       ];
@@ -91,9 +107,10 @@ export const ROUND_TOLERANCE = 0.05;
 export const ROUNDS_WITHIN = 12 / 16;
 
 /**
- * The verdict on "a/b ≥ goal": met when the median of the per-round ratios reaches the goal and
- * at least 12 of 16 rounds (the same share of fewer) are within 0.05 of it; with fewer than 16
- * rounds the verdict says so, since it is then no more than a first look.
+ * The verdict on "a/b ≥ goal" (or, `atMost`, "a/b ≤ goal", for a cost): met when the median of
+ * the per-round ratios reaches the goal and at least 12 of 16 rounds (the same share of fewer) are
+ * within 0.05 of it; with fewer than 16 rounds the verdict says so, since it is then no more than
+ * a first look.
  */
 export function targetVerdict(
   runs: Record<string, Measured[]>,
@@ -102,16 +119,19 @@ export function targetVerdict(
   goal: number,
   f: (x: Measured, y: Measured) => number = rpsRatio,
   label = `${a}/${b}`,
+  atMost = false,
 ): string | undefined {
   const [xs, ys] = [runs[a], runs[b]];
   if (!xs || !ys) return undefined;
   const ratios = xs.map((x, i) => (ys[i] ? f(x, ys[i]) : Number.NaN)).filter((r) => Number.isFinite(r));
   if (ratios.length === 0) return undefined;
   const ratio = median(ratios);
-  const within = ratios.filter((r) => r >= goal - ROUND_TOLERANCE).length;
+  const edge = atMost ? goal + ROUND_TOLERANCE : goal - ROUND_TOLERANCE;
+  const within = ratios.filter((r) => (atMost ? r <= edge : r >= edge)).length;
   const needed = Math.ceil(ROUNDS_WITHIN * ratios.length);
-  const met = ratio >= goal && within >= needed;
+  const met = (atMost ? ratio <= goal : ratio >= goal) && within >= needed;
   const few =
     ratios.length < VERDICT_ROUNDS ? ` (only ${ratios.length} rounds: run ${VERDICT_ROUNDS} to judge)` : "";
-  return `${met ? "MET" : "MISSED"}: ${label} ${ratio.toFixed(2)} (target >= ${goal}; ${within} of ${ratios.length} rounds >= ${(goal - ROUND_TOLERANCE).toFixed(2)}, ${needed} needed)${few}`;
+  const sign = atMost ? "<=" : ">=";
+  return `${met ? "MET" : "MISSED"}: ${label} ${ratio.toFixed(2)} (target ${sign} ${goal}; ${within} of ${ratios.length} rounds ${sign} ${edge.toFixed(2)}, ${needed} needed)${few}`;
 }
