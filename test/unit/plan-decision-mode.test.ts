@@ -22,6 +22,10 @@ function petStorePlan(config: Record<string, unknown> = {}): GatewayPlan {
   });
 }
 
+// Compiled once: every test reads the same plan.
+const PLAN = petStorePlan();
+const TEXT = planText(PLAN, { openapi: "openapi.json", config: "gateway.json" });
+
 const operation = (plan: GatewayPlan, id: string) => {
   const found = plan.operations.find((o) => o.operation === id);
   assert.ok(found, id);
@@ -29,7 +33,7 @@ const operation = (plan: GatewayPlan, id: string) => {
 };
 
 test("an operation with a body: through every proxy that sends the decision no body, the body is not validated", () => {
-  const createPet = operation(petStorePlan(), "createPet");
+  const createPet = operation(PLAN, "createPet");
   const unjudged = createPet.decisionMode.filter((s) => s.givesUp === "request-body-validation");
   assert.deepEqual(
     unjudged.map((s) => s.proxy),
@@ -39,17 +43,16 @@ test("an operation with a body: through every proxy that sends the decision no b
     unjudged.map((s) => s.proxy),
     PROXY_NAMES.filter((proxy) => !PROXY_CAPABILITIES[proxy].sendsBody),
   );
-  const text = planText(petStorePlan(), { openapi: "openapi.json", config: "gateway.json" });
   assert.ok(
-    text.includes(
+    TEXT.includes(
       "  decision mode: through nginx the request body is not validated (nginx's auth_request sends the decision no body)\n",
     ),
-    text,
+    TEXT,
   );
 });
 
 test("through Traefik, the query parameters a policy sets reach the backend as the client sent them", () => {
-  const listPets = operation(petStorePlan(), "listPets");
+  const listPets = operation(PLAN, "listPets");
   assert.deepEqual(listPets.decisionMode, [
     {
       proxy: "traefik",
@@ -59,17 +62,16 @@ test("through Traefik, the query parameters a policy sets reach the backend as t
       because: "Traefik's forwardAuth cannot rewrite the target",
     },
   ]);
-  const text = planText(petStorePlan(), { openapi: "openapi.json", config: "gateway.json" });
   assert.ok(
-    text.includes(
+    TEXT.includes(
       "  decision mode: through Traefik the query parameter limit reaches the backend as the client sent it, not as the limit policy sets it (Traefik's forwardAuth cannot rewrite the target)\n",
     ),
-    text,
+    TEXT,
   );
 });
 
 test("an operation no proxy carries differently says nothing of decision mode", () => {
-  assert.deepEqual(operation(petStorePlan(), "getPet").decisionMode, []);
+  assert.deepEqual(operation(PLAN, "getPet").decisionMode, []);
   // With no page size clamped, nothing is lost through Traefik on the list either.
   assert.deepEqual(
     operation(petStorePlan({ policies: { limit: { parameters: [] } } }), "listPets").decisionMode,
