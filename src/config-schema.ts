@@ -1,26 +1,36 @@
 // What the gateway config is: the deployment's choices only (what the interface is lives in the
-// OpenAPI document). Its TypeScript shape and the JSON Schema that checks it, with each
-// setting's default, bounds and description, side by side: a new setting is one field in each.
+// OpenAPI document). Its TypeScript shape first, then the JSON Schema that checks it, with each
+// setting's default, bounds and description. The schema is typed as ajv's JSONSchemaType of the
+// interface, so the compiler holds the two equal: a setting in one and not the other, or typed
+// differently, does not compile (test/unit/config-schema.test.ts checks what JSONSchemaType
+// cannot: a property the schema adds, a setting always present without a default).
 // The descriptions are what docs/reference/configuration.md says of each field (npm run docs).
+import type { JSONSchemaType } from "ajv";
 import type { AnyPolicyDefinition } from "./policy.ts";
 import { DEFAULT_OPENAPI_FILE } from "./project-files.ts";
 
+/**
+ * The validated config, defaults filled in and frozen. A setting the config may leave unset is
+ * optional (`?`): absent then, never null.
+ */
 export interface GatewayConfig {
+  /** The JSON Schema an editor checks the file against; the gateway does not read it. */
+  readonly $schema?: string;
   /** proxy: the gateway forwards to the backend; decision: a proxy in front asks it (src/decision/). */
   readonly mode: "proxy" | "decision";
   readonly port: number;
   readonly host: string;
   readonly opsPort: number;
   readonly opsHost: string;
-  /** The file holding the ops port's bearer token; undefined: the ops port asks for none. */
-  readonly opsTokenFile: string | undefined;
+  /** The file holding the ops port's bearer token; unset: the ops port asks for none. */
+  readonly opsTokenFile?: string;
   /** With a token, whether /metrics is served without it. */
   readonly opsMetricsOpen: boolean;
-  /** Explicitly chosen environment; undefined means none was chosen. */
-  readonly environment: "production" | "staging" | undefined;
+  /** Explicitly chosen environment; unset means none was chosen. */
+  readonly environment?: "production" | "staging";
   readonly openapi: string;
-  /** The public base path, when the document's servers do not say it; undefined means theirs. */
-  readonly basePath: string | undefined;
+  /** The public base path, when the document's servers do not say it; unset means theirs. */
+  readonly basePath?: string;
   readonly workers: number | "auto";
   readonly document: {
     /** Reload a candidate with breaking changes; one that weakens security is refused all the same. */
@@ -29,7 +39,7 @@ export interface GatewayConfig {
     readonly reloadDebounceMs: number;
   };
   readonly upstream: {
-    readonly url: string | undefined;
+    readonly url?: string;
     readonly environments: { readonly production?: string; readonly staging?: string };
     readonly connectTimeoutMs: number;
     readonly timeoutMs: number;
@@ -58,32 +68,46 @@ export interface GatewayConfig {
     readonly shutdownTimeoutMs: number;
   };
   readonly log: { readonly level: string };
-  readonly policies: Readonly<Record<string, unknown>>;
+  /**
+   * Each policy's options by its name: an object its own schema checks (optionsOf() reads them
+   * typed by the policy's definition).
+   */
+  readonly policies: Readonly<Record<string, object>>;
 }
 
-const PORT = { type: "integer", minimum: 0, maximum: 65535 };
-const MILLISECONDS = { type: "integer", minimum: 1, maximum: 86_400_000 };
-const URL_STRING = { type: "string", pattern: "^https?://[^\\s]+$" };
+const PORT = { type: "integer", minimum: 0, maximum: 65535 } as const;
+const MILLISECONDS = { type: "integer", minimum: 1, maximum: 86_400_000 } as const;
+const URL_STRING = { type: "string", pattern: "^https?://[^\\s]+$" } as const;
 
+/**
+ * A group of settings: an object of known fields only. Every field has a default or may be unset,
+ * so none is required, and a section the file leaves out is there with its fields' defaults
+ * (checkedConfigSchema).
+ */
+function section<Properties>(description: string, properties: Properties) {
+  return { type: "object", additionalProperties: false, required: [], description, properties } as const;
+}
+
+/**
+ * The config's JSON Schema as the compiler holds it to GatewayConfig and the reference page
+ * reads it, the policies' options under `policies.<name>`. ajv checks a file against
+ * checkedConfigSchema, which follows from it.
+ */
 export function configSchema(policies: readonly AnyPolicyDefinition[]) {
   // Descriptions are documentation only: ajv reads them nowhere but in the branches of an anyOf,
   // where they word a start-up error (schema-error.ts), so a field's own never changes a message.
-  const section = (description: string, properties: Record<string, unknown>) => ({
-    type: "object",
-    additionalProperties: false,
-    default: {},
-    description,
-    properties,
-  });
   return {
     type: "object",
     additionalProperties: false,
+    required: [],
     properties: {
       $schema: {
         type: "string",
+        nullable: true,
         description: "The JSON Schema an editor checks the file against; the gateway does not read it",
       },
       mode: {
+        type: "string",
         enum: ["proxy", "decision"],
         default: "proxy",
         description:
@@ -103,6 +127,7 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
       },
       opsTokenFile: {
         type: "string",
+        nullable: true,
         minLength: 1,
         description:
           "A file holding the ops port's bearer token (a mounted Secret; read like the key file, reloaded when it changes or on `SIGHUP`). Set: every ops path but `/healthz` and `/readyz` needs `Authorization: Bearer <token>`, `/metrics` included unless `opsMetricsOpen`. Unset: the ops port asks for no token",
@@ -114,6 +139,8 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
           "With `opsTokenFile` set, serve `/metrics` without the token (its labels name consumers: open it only where the port is private)",
       },
       environment: {
+        type: "string",
+        nullable: true,
         enum: ["production", "staging"],
         description:
           "Selects `upstream.environments.<name>` when `UPSTREAM_URL` is unset; when set and no upstream is known for it, start-up fails instead of serving the demo. Unset: `production` when an upstream is set, the demo without",
@@ -127,12 +154,16 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
       },
       basePath: {
         type: "string",
+        nullable: true,
         pattern: "^(?:/[A-Za-z0-9._~!$&'()*+,=:@-]+)*/?$",
         description:
           'The public base path (e.g. `/v1`, or `""` for none). Set, it replaces the path of the document\'s server URLs: needed when they disagree, or to serve a document without servers under a path. Unset: the path the server URLs share',
       },
       workers: {
-        anyOf: [{ type: "integer", minimum: 1, maximum: 256 }, { const: "auto" }],
+        anyOf: [
+          { type: "integer", minimum: 1, maximum: 256 },
+          { type: "string", const: "auto" },
+        ],
         default: 1,
         description: "Worker processes; `auto` = one per core",
       },
@@ -153,16 +184,19 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
       upstream: section("The backend and the connections to it", {
         url: {
           ...URL_STRING,
+          nullable: true,
           description:
             "The backend, with its own base path, e.g. `http://pets:3000/v1` or `https://pets.example/v1` (its certificate is verified; a private authority goes in Node's `NODE_EXTRA_CA_CERTS`). Unset: the upstream of `environment`, else the bundled demo backend",
         },
         environments: section("The backend of each environment, used when `UPSTREAM_URL` is unset", {
           production: {
             ...URL_STRING,
+            nullable: true,
             description: "The backend when `environment` is `production`, e.g. `http://pets:3000/v1`",
           },
           staging: {
             ...URL_STRING,
+            nullable: true,
             description: "The backend when `environment` is `staging`, e.g. `http://pets-staging:3000/v1`",
           },
         }),
@@ -199,7 +233,10 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
             "Idle keep-alive connections are closed before the backend's own (Node: 5 s); a shorter `Keep-Alive: timeout` from the backend wins",
         },
         probeIntervalMs: {
-          anyOf: [{ const: 0 }, { type: "integer", minimum: 100, maximum: 86_400_000 }],
+          anyOf: [
+            { type: "integer", const: 0 },
+            { type: "integer", minimum: 100, maximum: 86_400_000 },
+          ],
           default: 10_000,
           description:
             "After one to two such intervals with no request to the backend, a connect (with the TLS handshake for `https`) tells `gateway_upstream_up` whether it is reachable; also once at start-up. 0: never (the gauge then reads 0 until the first request); else at least 100",
@@ -315,6 +352,7 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
       }),
       log: section("The log on stdout", {
         level: {
+          type: "string",
           enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
           default: "info",
           description: "The pino level; `warn` silences the access log",
@@ -322,19 +360,44 @@ export function configSchema(policies: readonly AnyPolicyDefinition[]) {
       }),
       policies: section(
         "The options of each policy, one section per policy",
-        Object.fromEntries(
-          policies.map((policy) => [policy.name, { default: {}, ...withoutNullable(policy.optionsSchema) }]),
-        ),
+        Object.fromEntries(policies.map((policy) => [policy.name, policyOptions(policy.optionsSchema)])),
       ),
     },
-  };
+  } satisfies JSONSchemaType<GatewayConfig>;
 }
 
 /**
- * A policy's options schema as the config checks it. JSONSchemaType has an option that may be
- * unset (`T | undefined`) written `nullable: true`; in the config such an option is left out, and
- * a null stays refused, as it was before options were typed.
+ * A policy's options as the config holds them: an object, `{}` when the file leaves them out,
+ * checked by the policy's own schema (which the compiler holds to its Options type: OptionsSchema).
  */
+function policyOptions(schema: object) {
+  return { type: "object", default: {}, ...schema } as const;
+}
+
+/**
+ * The schema ajv checks a config file against: configSchema, with two things JSONSchemaType
+ * cannot write. A section the file leaves out is `{}`, which ajv then fills with its fields'
+ * defaults (JSONSchemaType wants a section's default to be a whole section). And a setting that
+ * may be unset, which JSONSchemaType writes `nullable: true`, is left out of the file, never null:
+ * `nullable` is dropped, so a null stays refused.
+ */
+export function checkedConfigSchema(policies: readonly AnyPolicyDefinition[]): Record<string, unknown> {
+  return withoutNullable(withSectionDefaults(configSchema(policies)));
+}
+
+/** Every section under `properties` (not the root: ajv ignores a default there) defaults to `{}`. */
+function withSectionDefaults(schema: { readonly properties: object }): Record<string, unknown> {
+  const properties = Object.entries(schema.properties).map(([name, field]: [string, object]) => [
+    name,
+    isSection(field) ? { default: {}, ...withSectionDefaults(field) } : field,
+  ]);
+  return { ...schema, properties: Object.fromEntries(properties) };
+}
+
+function isSection(schema: object): schema is { readonly properties: object } {
+  return "properties" in schema && !("default" in schema);
+}
+
 function withoutNullable(schema: object): Record<string, unknown> {
   const kept: Record<string, unknown> = {};
   for (const [keyword, value] of Object.entries(schema)) {

@@ -2,7 +2,7 @@
 // against its schema (config-schema.ts), with defaults filled in, unknown keys refused, the
 // rules between fields checked, and the result frozen.
 import type { ValidateFunction } from "ajv";
-import { configSchema, type GatewayConfig } from "./config-schema.ts";
+import { checkedConfigSchema, configSchema, type GatewayConfig } from "./config-schema.ts";
 import { escapePointerToken } from "./json/pointer.ts";
 import { parseJsonText } from "./json/syntax-error.ts";
 import type { AnyPolicyDefinition } from "./policy.ts";
@@ -90,7 +90,7 @@ export function validateConfig(
   describe: (pointer: string) => string = (pointer) => pointer || "/",
 ): GatewayConfig {
   const validate = configValidator(policies);
-  const config = structuredClone(raw);
+  const config: unknown = structuredClone(raw);
   if (!validate(config)) {
     const wording = {
       field: describe,
@@ -99,7 +99,7 @@ export function validateConfig(
     };
     throw new ConfigError(`invalid config: ${describeSchemaError(validate.errors, wording)}`);
   }
-  const { server, port, opsPort } = config as unknown as GatewayConfig;
+  const { server, port, opsPort } = config;
   // Metrics and reports must never be served on the public port.
   if (port !== 0 && port === opsPort) {
     throw new ConfigError(
@@ -117,7 +117,7 @@ export function validateConfig(
       `invalid config: ${describe("/server/shutdownDrainMs")} must be below /server/shutdownTimeoutMs`,
     );
   }
-  return deepFreeze(config) as unknown as GatewayConfig;
+  return deepFreeze(config);
 }
 
 /**
@@ -151,15 +151,20 @@ function takesNumber(schema: unknown): boolean {
  * a process validates its config once, but a test file validates one per gateway or policy it
  * creates, and the compile was most of the cost (about 30 ms each).
  */
-const configValidators = new WeakMap<readonly AnyPolicyDefinition[], ValidateFunction>();
+const configValidators = new WeakMap<readonly AnyPolicyDefinition[], ValidateFunction<GatewayConfig>>();
 
-function configValidator(policies: readonly AnyPolicyDefinition[]): ValidateFunction {
+/**
+ * The config's type guard. Its schema is configSchema, which the compiler holds to GatewayConfig
+ * (JSONSchemaType), with what JSONSchemaType cannot write (checkedConfigSchema): a section left
+ * out is filled with its defaults, a setting left unset is absent and never null.
+ */
+function configValidator(policies: readonly AnyPolicyDefinition[]): ValidateFunction<GatewayConfig> {
   let validate = configValidators.get(policies);
   if (validate === undefined) {
     // verbose: an error carries its schema, so that "one of these" fields can say what they accept.
     const ajv = createSchemaValidator({ useDefaults: true, allowUnionTypes: true, verbose: true });
     ajv.addFormat("ip-range", isIpRange);
-    validate = ajv.compile(configSchema(policies));
+    validate = ajv.compile<GatewayConfig>(checkedConfigSchema(policies));
     configValidators.set(policies, validate);
   }
   return validate;
