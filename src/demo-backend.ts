@@ -13,16 +13,20 @@ export interface DemoBackendOptions {
 }
 
 // The interface's numbers and values, from the one document the gateway enforces: the page size
-// default and bounds of listPets' limit, and the statuses an animal can have.
+// default and bounds of listPets' limit, and the statuses an animal can have. The compiled
+// parameter holds the schema's numbers already typed; the demo serves only a document that has them.
 const { LIMIT, STATUSES } = (() => {
   const listPets = loadApiDescription(DEFAULT_OPENAPI_FILE).operation("listPets");
-  const limit = listPets?.queryParameters.get("limit")?.schema;
+  const limit = listPets?.queryParameters.get("limit");
   const statuses = listPets?.queryParameters.get("status")?.schema.enum;
-  if (!limit || !Array.isArray(statuses)) throw new Error("the document has no listPets limit and status");
-  return {
-    LIMIT: limit as unknown as { default: number; minimum: number; maximum: number },
-    STATUSES: statuses as readonly string[],
-  };
+  const { numericDefault, minimum, maximum } = limit ?? {};
+  if (numericDefault === undefined || minimum === undefined || maximum === undefined) {
+    throw new Error("the document's listPets limit has no default, minimum and maximum");
+  }
+  if (!Array.isArray(statuses) || !statuses.every((status) => typeof status === "string")) {
+    throw new Error("the document's listPets status has no enum of strings");
+  }
+  return { LIMIT: { default: numericDefault, minimum, maximum }, STATUSES: statuses };
 })();
 type PetStatus = string;
 
