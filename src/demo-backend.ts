@@ -4,6 +4,7 @@
 import * as http from "node:http";
 import { loadApiDescription } from "./openapi.ts";
 import { DEFAULT_OPENAPI_FILE } from "./project-files.ts";
+import { withoutTrailingSlashes } from "./trailing-slashes.ts";
 
 export interface DemoBackendOptions {
   /** How many animals to seed; default 6. */
@@ -126,7 +127,7 @@ function readBody(req: http.IncomingMessage): Promise<string | ApiError> {
 }
 
 export function createDemoBackend(options: DemoBackendOptions = {}): http.Server {
-  const basePath = (options.basePath ?? "/v1").replace(/\/+$/, "");
+  const basePath = withoutTrailingSlashes(options.basePath ?? "/v1");
   const seed = options.seed ?? 6;
   if (!Number.isInteger(seed) || seed < 0)
     throw new RangeError(`seed must be a non-negative integer, got ${seed}`);

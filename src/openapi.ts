@@ -215,7 +215,7 @@ function compileApiDescription(read: JsonObject, options: LoadOptions): ApiDescr
         });
       }
       const pathParameters = [...parameters.values()].filter((p) => p.in === "path");
-      for (const name of path.match(/\{[^}]+\}/g) ?? []) {
+      for (const name of path.match(/\{[^{}]+\}/g) ?? []) {
         if (!pathParameters.some((p) => `{${p.name}}` === name)) {
           throw new Error(`${where}: path parameter ${name} is not declared`);
         }

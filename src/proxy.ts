@@ -16,6 +16,7 @@ import tls from "node:tls";
 import { type Dispatcher, Pool } from "undici";
 import type { GatewayConfig } from "./config-schema.ts";
 import type { CoreExchange } from "./pipeline/exchange.ts";
+import { withoutTrailingSlashes } from "./trailing-slashes.ts";
 
 export type UpstreamFault = "unavailable" | "timeout";
 
@@ -101,7 +102,7 @@ export function createUpstream(
 ): Upstream {
   const target = new URL(url);
   // The backend's base path, without a trailing "/": the URL itself would turn "" back into "/".
-  const basePath = target.pathname.replace(/\/+$/, "");
+  const basePath = withoutTrailingSlashes(target.pathname);
   target.pathname = basePath;
   const poolOptions = upstreamPoolOptions(options);
   // undici's Pool gives a request the first connection in its list that is free, so under a

@@ -2,6 +2,7 @@
 // environment, else (only when no environment was chosen) the bundled demo backend.
 import type { GatewayConfig } from "./config-schema.ts";
 import { ConfigError } from "./startup-errors.ts";
+import { withoutTrailingSlashes } from "./trailing-slashes.ts";
 
 export type UpstreamChoice =
   | { readonly kind: "configured"; readonly url: string; readonly environment: "production" | "staging" }
@@ -27,5 +28,5 @@ export function chooseUpstream(config: GatewayConfig): UpstreamChoice {
  */
 export function shownUpstream(url: string): string {
   const parsed = new URL(url);
-  return `${parsed.origin}${parsed.pathname.replace(/\/+$/, "")}`;
+  return `${parsed.origin}${withoutTrailingSlashes(parsed.pathname)}`;
 }

@@ -5,6 +5,7 @@ import type { GatewayConfig } from "../config-schema.ts";
 import type { ApiDescription } from "../openapi.ts";
 import { SPOOFABLE } from "../pipeline/canonical-request.ts";
 import { CLAIMED_BY_PROXIES } from "../pipeline/request-headers.ts";
+import { withoutTrailingSlashes } from "../trailing-slashes.ts";
 
 export interface ProxyContract {
   /** The public base path ("/v1", or ""). */
@@ -80,7 +81,7 @@ export function splitUrl(text: string): {
   return {
     host: url.hostname,
     port: url.port === "" ? 80 : Number(url.port),
-    path: url.pathname.replace(/\/+$/, ""),
+    path: withoutTrailingSlashes(url.pathname),
   };
 }
 

@@ -1,4 +1,6 @@
 // The public base path of a document, read from its servers (or set in the gateway config).
+
+import { withoutTrailingSlashes } from "../trailing-slashes.ts";
 import { asObject, type Json, type JsonObject } from "./json-object.ts";
 
 /**
@@ -6,7 +8,7 @@ import { asObject, type Json, type JsonObject } from "./json-object.ts";
  * Hosts are never read: the gateway answers on its own address, whatever the document's servers.
  */
 export function basePathOf(servers: Json | undefined, configured: string | undefined): string {
-  if (configured !== undefined) return configured.replace(/\/+$/, "");
+  if (configured !== undefined) return withoutTrailingSlashes(configured);
   const urls = new Map<string, string>(); // path -> the first URL with it
   for (const [index, value] of (Array.isArray(servers) ? servers : []).entries()) {
     const server = asObject(value, `servers[${index}]`);
@@ -38,5 +40,5 @@ function serverPath(url: string, variables: JsonObject): string | undefined {
     return "";
   });
   if (unset) return undefined;
-  return new URL(expanded, "http://base.invalid").pathname.replace(/\/+$/, "");
+  return withoutTrailingSlashes(new URL(expanded, "http://base.invalid").pathname);
 }

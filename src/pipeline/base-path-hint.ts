@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
 import type { Operation } from "../openapi.ts";
+import { withoutTrailingSlashes } from "../trailing-slashes.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../untrusted-text.ts";
 import { shownUpstream } from "../upstream-choice.ts";
 import type { HeldBody } from "./held-body.ts";
@@ -73,7 +74,7 @@ function isForeign404(
 /** The UPSTREAM_URL that differs from this one by the public base path: without it, or with it. */
 function likelyFix(upstream: URL, publicBasePath: string): string | undefined {
   if (publicBasePath === "") return undefined;
-  const path = upstream.pathname.replace(/\/+$/, "");
+  const path = withoutTrailingSlashes(upstream.pathname);
   if (path.endsWith(publicBasePath)) {
     const without = `${upstream.origin}${path.slice(0, -publicBasePath.length)}`;
     return `UPSTREAM_URL=${without} if the backend serves its paths without ${publicBasePath}`;

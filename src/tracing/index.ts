@@ -37,6 +37,7 @@ import {
 } from "@opentelemetry/semantic-conventions";
 import type { Counter } from "prom-client";
 import type { CoreExchange } from "../pipeline/exchange.ts";
+import { withoutTrailingSlashes } from "../trailing-slashes.ts";
 import { loggedPath } from "../untrusted-text.ts";
 import { exportingProcessor } from "./export.ts";
 import type { SamplerSetting, TracingSettings } from "./settings.ts";
@@ -236,7 +237,7 @@ function upstreamFacts(url: string) {
     origin: parsed.origin,
     address: parsed.hostname,
     port,
-    basePath: parsed.pathname.replace(/\/+$/, ""),
+    basePath: withoutTrailingSlashes(parsed.pathname),
   };
 }
 

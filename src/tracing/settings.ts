@@ -3,6 +3,7 @@
 // gateway spray spans at a port nobody listens on. The SDK itself reads none of these for us:
 // the gateway maps each to the SDK's options, and refuses what it cannot honour (gRPC) by name.
 import { ConfigError } from "../startup-errors.ts";
+import { withoutTrailingSlashes } from "../trailing-slashes.ts";
 
 export type OtlpProtocol = "http/protobuf" | "http/json";
 
@@ -54,7 +55,7 @@ function tracesUrl(env: Env): string | undefined {
   const signal = value(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
   const base = value(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
   // The signal's own endpoint is used as it is; the base one gets the signal's path (the spec).
-  const url = signal ?? (base === undefined ? undefined : `${base.replace(/\/+$/, "")}${TRACES_PATH}`);
+  const url = signal ?? (base === undefined ? undefined : `${withoutTrailingSlashes(base)}${TRACES_PATH}`);
   if (url === undefined) return undefined;
   let parsed: URL;
   try {
