@@ -1,8 +1,8 @@
 // Text the gateway does not control (a client's request, a backend's answer) is read here. A
 // regex with nested or adjacent unbounded runs can take cubic time or worse on a crafted input,
-// and the event loop serves every client: so every regex that runs on such text is exported
-// from this module, and test/unit/untrusted-text.test.ts has recheck judge each export. Where no
-// regex is needed, a scan over character codes does the job in one pass.
+// and the event loop serves every client: test/unit/source-regexes.test.ts has recheck judge
+// every regex of src/ and policies/, these among them. Where no regex is needed, a scan over
+// character codes does the job in one pass.
 
 import { isKeyCharacter, REDACTED } from "./redaction.ts";
 

@@ -1,31 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import { checkSync } from "recheck";
 import { redactKeys } from "../../src/redaction.ts";
-import * as untrustedText from "../../src/untrusted-text.ts";
 import { bearerCredential, loggedPath } from "../../src/untrusted-text.ts";
-
-test("recheck judges every regex the gateway runs on untrusted text safe from catastrophic backtracking", () => {
-  const judged: string[] = [];
-  for (const [name, value] of Object.entries(untrustedText)) {
-    if (!(value instanceof RegExp)) continue;
-    const diagnostics = checkSync(value.source, value.flags);
-    const verdict =
-      diagnostics.status === "vulnerable"
-        ? `${diagnostics.complexity.summary}, e.g. ${diagnostics.attack.pattern}`
-        : diagnostics.status === "unknown"
-          ? `unknown (${diagnostics.error.kind})`
-          : diagnostics.complexity.summary;
-    assert.equal(diagnostics.status, "safe", `${name} ${value}: ${verdict}`);
-    judged.push(`${name}: ${verdict}`);
-  }
-  // The module holds them all (16 today): fewer would mean one moved out of the test's sight.
-  assert.ok(judged.length >= 16, judged.join("\n"));
-  console.log(judged.join("\n"));
-  // The judge itself: the regex that froze the gateway is found out.
-  assert.equal(checkSync(CREDENTIAL_QUERY.source, CREDENTIAL_QUERY.flags).status, "vulnerable");
-});
 
 // The access log's redaction as it was written with regexes, kept as the reference the scans
 // must agree with. Only ever run here, on short texts: CREDENTIAL_QUERY takes cubic time.
