@@ -2,7 +2,7 @@
 // read it (JSON). Names come from documents and consumers from log lines, which others wrote: no
 // control character of theirs reaches a terminal, and none of their text is Markdown to a renderer.
 import { type ChangeReview, DAY_MS, type ReviewedChange, reviewExitCode } from "./change-review.ts";
-import { TERMINAL_CONTROLS, TERMINAL_CONTROLS_BEYOND_C0 } from "./untrusted-text.ts";
+import { terminalSafeJson, withoutTerminalControls } from "./terminal-text.ts";
 
 const count = (n: number) => n.toLocaleString("en-US");
 const plural = (n: number, one: string, many = `${one}s`) => `${count(n)} ${n === 1 ? one : many}`;
@@ -87,7 +87,7 @@ export function reviewText(review: ChangeReview): string {
     lines.push(`  - ${where(change)}${change.message} [${change.direction}]${security}`);
   }
   if (review.changes.length === 0) lines.push("", "No difference.");
-  return `${lines.map((line) => line.replace(TERMINAL_CONTROLS, "")).join("\n")}\n`;
+  return `${lines.map(withoutTerminalControls).join("\n")}\n`;
 }
 
 /** For a pull request comment: a table of the breaking changes, the others folded away. */
@@ -143,22 +143,18 @@ export function reviewJson(review: ChangeReview): string {
     })),
   };
   // Escaped rather than stripped: a tool gets the names exactly as written.
-  return `${JSON.stringify(data, null, 2).replace(TERMINAL_CONTROLS_BEYOND_C0, unicodeEscape)}\n`;
+  return `${terminalSafeJson(JSON.stringify(data, null, 2))}\n`;
 }
 
 /** Text as Markdown shows it literally: no emphasis, link, HTML or table cell of someone else's. */
 function md(text: string): string {
-  return text
-    .replace(TERMINAL_CONTROLS, "")
-    .replace(/[\\`*_[\]<>|#~]/g, (c) => (c === "<" ? "&lt;" : c === ">" ? "&gt;" : `\\${c}`));
+  return withoutTerminalControls(text).replace(/[\\`*_[\]<>|#~]/g, (c) =>
+    c === "<" ? "&lt;" : c === ">" ? "&gt;" : `\\${c}`,
+  );
 }
 
 function code(text: string): string {
-  return `\`${text.replace(TERMINAL_CONTROLS, "").replaceAll("`", "'")}\``;
-}
-
-function unicodeEscape(character: string): string {
-  return `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
+  return `\`${withoutTerminalControls(text).replaceAll("`", "'")}\``;
 }
 
 /** One line per breaking change, with whom it breaks: what a reload logs as advice. */
@@ -166,10 +162,7 @@ export function reviewAdvice(review: ChangeReview): string[] {
   return review.changes
     .filter((change) => change.breaking)
     .map((change) =>
-      `${where(change)}${change.message}: ${oneLineOf(usageLines(review, change))}`.replace(
-        TERMINAL_CONTROLS,
-        "",
-      ),
+      withoutTerminalControls(`${where(change)}${change.message}: ${oneLineOf(usageLines(review, change))}`),
     );
 }
 

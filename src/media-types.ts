@@ -2,7 +2,12 @@
 // Content-Type names one: compared by their essence (type/subtype, case-insensitive), so that
 // `application/json; charset=utf-8` is application/json, and the most specific declared key wins
 // as OpenAPI says (`application/json` before `application/*` before `*/*`).
-import { JSON_FAMILY_MEDIA_TYPE } from "./untrusted-text.ts";
+
+/**
+ * A Content-Type the gateway reads as JSON: application/json or a +json type, parameters allowed.
+ * Tested on a backend's header as it came (no essence built for each answer).
+ */
+export const JSON_FAMILY_MEDIA_TYPE = /^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i;
 
 /** type/subtype in lower case, without parameters ("" when there is none). */
 export function mediaTypeEssence(value: string): string {
@@ -12,7 +17,7 @@ export function mediaTypeEssence(value: string): string {
 
 /** application/json or a structured +json type (application/merge-patch+json, application/vnd.x+json). */
 export function isJsonMediaType(value: string): boolean {
-  // The one judged pattern for a JSON media type (untrusted-text.ts), on the essence alone.
+  // The one pattern for a JSON media type, on the essence alone.
   return JSON_FAMILY_MEDIA_TYPE.test(mediaTypeEssence(value));
 }
 

@@ -1,7 +1,8 @@
 // Parameters arrive as text. An integer parameter is an integer literal within the range of its
 // format (int32, int64) before its schema (minimum, maximum, enum) is asked about the number.
+
+import { INTEGER_LITERAL } from "./json/integers.ts";
 import type { ParameterSpec } from "./openapi.ts";
-import { INTEGER_LITERAL } from "./untrusted-text.ts";
 
 const RANGES: Readonly<Record<string, readonly [bigint, bigint]>> = {
   int32: [-(2n ** 31n), 2n ** 31n - 1n],

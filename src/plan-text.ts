@@ -5,7 +5,7 @@
 // or a bidi override could make one line read as another).
 import { PROXY_CAPABILITIES } from "./decision/capabilities.ts";
 import type { GatewayPlan, PlannedOperation, PlannedParameter, ProxyShortfall } from "./plan.ts";
-import { TERMINAL_CONTROLS, TERMINAL_CONTROLS_BEYOND_C0 } from "./untrusted-text.ts";
+import { terminalSafeJson, withoutTerminalControls } from "./terminal-text.ts";
 
 export interface PlanSources {
   readonly openapi: string;
@@ -34,14 +34,14 @@ export function planText(plan: GatewayPlan, sources: PlanSources): string {
     for (const fix of warning.fixes ?? []) lines.push(`    add to the config: ${fix}`);
   }
   // Every line holds names; the line breaks are the plan's own, added after.
-  return `${lines.map((line) => line.replace(TERMINAL_CONTROLS, "")).join("\n")}\n`;
+  return `${lines.map(withoutTerminalControls).join("\n")}\n`;
 }
 
 /** The plan as JSON: the policies' data, without the text lines. */
 export function planJson(plan: GatewayPlan, sources: PlanSources): string {
   const operations = plan.operations.map(({ text: _text, ...rest }) => rest);
   // Escaped rather than stripped: a tool reading the JSON gets the names exactly as written.
-  return `${JSON.stringify({ ...sources, ...plan, operations }, null, 2).replace(TERMINAL_CONTROLS_BEYOND_C0, unicodeEscape)}\n`;
+  return `${terminalSafeJson(JSON.stringify({ ...sources, ...plan, operations }, null, 2))}\n`;
 }
 
 function operationText(operation: PlannedOperation): string[] {
@@ -98,9 +98,4 @@ function parameterText(parameter: PlannedParameter): string {
   if (parameter.enum) facts.push(`one of ${parameter.enum.map((v) => JSON.stringify(v)).join(", ")}`);
   const head = `${parameter.name} (${parameter.in}, ${parameter.required ? "required" : "optional"}${kind ? `, ${kind}` : ""})`;
   return facts.length === 0 ? head : `${head}: ${facts.join(", ")}`;
-}
-
-/** \uXXXX: the same character to a JSON reader, inert to a terminal (they occur only inside strings). */
-function unicodeEscape(character: string): string {
-  return `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`;
 }

@@ -148,3 +148,28 @@ function isLetter(c: number): boolean {
 export function isKeyCharacter(c: number): boolean {
   return isLetter(c) || (c >= 48 && c <= 57) || c === 95 /* _ */ || c === 45 /* - */;
 }
+
+// --- Cutting a text short: never through a key -----------------------------------------------
+
+const QUOTED_MAX = 64;
+
+/**
+ * A client's own text (a parameter's or a member's name) as an error message quotes it: cut
+ * short, but never through a run of key characters, which is kept whole or left out whole. The
+ * message goes back through proxies, browser histories and bug reports: the output that writes
+ * it redacts keys (Exchange.redact), and a piece of one cut off here could not be recognised there.
+ */
+export function quotedClientText(text: string): string {
+  return cutText(text, QUOTED_MAX);
+}
+
+/**
+ * text cut to at most max characters and "…", never through a run of key characters: the run is
+ * kept whole or left out whole, so that a redactor that comes after sees whole keys.
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let cut = max;
+  while (cut > 0 && isKeyCharacter(text.charCodeAt(cut)) && isKeyCharacter(text.charCodeAt(cut - 1))) cut--;
+  return `${text.slice(0, cut)}…`;
+}

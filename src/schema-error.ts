@@ -3,7 +3,7 @@
 // is told this way; a place says only how it names a field and, for text a client or a backend
 // sent, how that text is kept harmless.
 import type { ErrorObject } from "ajv";
-import { quotedClientText } from "./untrusted-text.ts";
+import { quotedClientText } from "./redaction.ts";
 
 export interface ErrorWording {
   /** The name of the value at an ajv instance path; "" is the whole value ("body", "the file"). */

@@ -8,7 +8,6 @@
 import { createHash } from "node:crypto";
 import { redactKeys } from "../../src/redaction.ts";
 import { type Slices, slices } from "../../src/slices.ts";
-import { HTML_SPECIAL } from "../../src/untrusted-text.ts";
 import { DAYS_SHOWN, type DailyCallsView } from "./deprecation-log-lines.ts";
 import {
   byRecency,
@@ -17,6 +16,9 @@ import {
   type DeprecationReport,
   type OperationReport,
 } from "./deprecation-report.ts";
+
+/** A character HTML text or a quoted attribute value must carry as a character reference. */
+const HTML_SPECIAL = /[&<>"']/g;
 
 /**
  * A consumer with no call in this many days before the end of the figures is shown as quiet: a

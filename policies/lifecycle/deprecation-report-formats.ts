@@ -5,10 +5,10 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import Negotiator from "negotiator";
 import { gatewayError } from "../../src/errors.ts";
+import { INTEGER_LITERAL } from "../../src/json/integers.ts";
 import type { PreparedReport } from "../../src/policy.ts";
 import { sendError, sendOwnAnswer } from "../../src/replies.ts";
 import { slices, sortInSlices } from "../../src/slices.ts";
-import { CSV_QUOTED, FORMULA_START, INTEGER_LITERAL } from "../../src/untrusted-text.ts";
 import {
   DEFAULT_QUIET_DAYS,
   DEPRECATION_PAGE_CSP,
@@ -22,6 +22,11 @@ import {
   type DeprecationReport,
   type OperationReport,
 } from "./deprecation-report.ts";
+
+/** A cell a spreadsheet would run as a formula. */
+const FORMULA_START = /^[=+\-@\t\r]/;
+/** A cell that needs RFC 4180 quotes. */
+const CSV_QUOTED = /[",\r\n]/;
 
 /** One row per (operation, consumer), for spreadsheets and humans. */
 export function reportToCsv(report: DeprecationReport): string {

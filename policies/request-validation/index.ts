@@ -11,8 +11,8 @@ import { isJsonMediaType, mediaTypeMatcher } from "../../src/media-types.ts";
 import type { MediaTypeSpec } from "../../src/openapi.ts";
 import { checkParameter } from "../../src/parameters.ts";
 import { definePolicy } from "../../src/policy.ts";
+import { quotedClientText } from "../../src/redaction.ts";
 import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";
-import { quotedClientText } from "../../src/untrusted-text.ts";
 
 /** How a body's schema error names the value: the client wrote it. */
 const BODY_WORDING = untrustedValueWording("body");

@@ -6,7 +6,18 @@ import type { ServerResponse } from "node:http";
 import { LRUCache } from "lru-cache";
 import { gatewayError } from "../../src/errors.ts";
 import { sendError, sendJson } from "../../src/replies.ts";
-import { POINTER_ARRAY_INDEX } from "../../src/untrusted-text.ts";
+
+/** An array index in a JSON pointer. */
+const POINTER_ARRAY_INDEX = /\/[0-9]+(?=\/|$)/g;
+
+/**
+ * The place in the schema a violation's pointer names, each array index replaced by "*" (/0/name
+ * and /7/name are one place): the report and the log lines count violations by place, not by
+ * element.
+ */
+export function withoutArrayIndexes(pointer: string): string {
+  return pointer.replace(POINTER_ARRAY_INDEX, "/*");
+}
 
 export type ContractMode = "enforce" | "report" | "off";
 
@@ -85,7 +96,7 @@ export function createDriftLog(
       if (!entry) return;
       entry.violations++;
       entry.byRule.set(violation.rule, (entry.byRule.get(violation.rule) ?? 0) + 1);
-      const where = violation.pointer.replace(POINTER_ARRAY_INDEX, "/*");
+      const where = withoutArrayIndexes(violation.pointer);
       const key = `${violation.rule} ${where}`;
       const known = entry.recent.get(key);
       if (known) {

@@ -2,8 +2,13 @@
 // violation, so the aggregated logs of all of them give the fleet's figures in the shape of
 // /contract/violations. Lines come in any order: first and last seen are a minimum and a maximum.
 import { logEntry } from "../../src/log-lines.ts";
-import { POINTER_ARRAY_INDEX } from "../../src/untrusted-text.ts";
-import { CONTRACT_VIOLATION_MSG, type ContractMode, type ContractReport, type Drift } from "./report.ts";
+import {
+  CONTRACT_VIOLATION_MSG,
+  type ContractMode,
+  type ContractReport,
+  type Drift,
+  withoutArrayIndexes,
+} from "./report.ts";
 
 interface OperationTally {
   /** The mode of the most recent line: the config may have changed over the period. */
@@ -42,7 +47,7 @@ export class ViolationTally {
     }
     tally.violations++;
     tally.byRule.set(rule, (tally.byRule.get(rule) ?? 0) + 1);
-    const where = pointer.replace(POINTER_ARRAY_INDEX, "/*");
+    const where = withoutArrayIndexes(pointer);
     const example = {
       requestId: text("reqId"),
       at: seen,

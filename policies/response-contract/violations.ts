@@ -3,10 +3,11 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { ErrorObject } from "ajv";
 import { escapePointerToken, unescapePointerToken } from "../../src/json/pointer.ts";
+import { JSON_FAMILY_MEDIA_TYPE } from "../../src/media-types.ts";
 import { isJsonObject } from "../../src/openapi/json-object.ts";
 import type { Exchange, UpstreamAnswer } from "../../src/policy.ts";
+import { cutText } from "../../src/redaction.ts";
 import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";
-import { cutText, JSON_FAMILY_MEDIA_TYPE } from "../../src/untrusted-text.ts";
 import { excerpt, headerExcerpt, jsonErrorExcerpt } from "./excerpt.ts";
 import type { OperationPlan } from "./plan.ts";
 import type { Violation } from "./report.ts";

@@ -1,7 +1,11 @@
 // Integers as the interface means them: int64, exact, and written as integer literals. JSON.parse
 // rounds beyond 2^53 and reads 1.0 and 1e3 as integers; only the number's source text tells.
-import { INTEGER_LITERAL, SIXTEEN_DIGITS } from "../untrusted-text.ts";
 import { clientPointerSegment } from "./pointer.ts";
+
+/** An integer as a parameter or a JSON number may write it: no sign but "-", no leading zero. */
+export const INTEGER_LITERAL = /^-?(?:0|[1-9][0-9]*)$/;
+/** 16 digits in a row: an integer literal that may be beyond 2^53. */
+const SIXTEEN_DIGITS = /[0-9]{16}/;
 
 interface ReviverContext {
   readonly source?: string;

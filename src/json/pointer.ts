@@ -1,5 +1,8 @@
 // JSON pointers (RFC 6901) that name where in a body or a document something is.
-import { CONTROL_CHARACTERS, quotedClientText } from "../untrusted-text.ts";
+import { quotedClientText } from "../redaction.ts";
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
 
 /** A member name as one JSON pointer token (RFC 6901): "~" becomes "~0", then "/" becomes "~1". */
 export function escapePointerToken(name: string): string {

@@ -1,11 +1,17 @@
 // JSON bodies as the interface means them: int64 integers are exact, and what is forwarded is
 // always the original bytes. The common case stays on plain JSON.parse; the source text of
 // numbers is only looked at when the raw text could hold a non-literal or over-long integer.
-import { MAY_HOLD_PROTOTYPE_KEY, MAY_NEED_NUMBER_SOURCE } from "../untrusted-text.ts";
 import { duplicateKey } from "./duplicate-keys.ts";
 import { integerProblem, type SourceReviver } from "./integers.ts";
 import { escapePointerToken } from "./pointer.ts";
 import { describeSyntaxError } from "./syntax-error.ts";
+
+// A digit followed by '.', 'e' or 'E', or 16+ digits in a row: only then can a number be
+// written as a non-literal integer (1.0, 1e3) or exceed 2^53. Strings may trigger it too;
+// that only costs the slower, still correct, path.
+const MAY_NEED_NUMBER_SOURCE = /[0-9][.eE]|[0-9]{16}/;
+/** A key that could be __proto__ & co. once decoded: written plainly, or with any \u escape. */
+const MAY_HOLD_PROTOTYPE_KEY = /"(?:__proto__|constructor|prototype)"\s*:|\\u/;
 
 export type JsonParseResult =
   | { readonly ok: true; readonly value: unknown }

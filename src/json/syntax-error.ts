@@ -1,7 +1,11 @@
 // Saying why a text is not JSON without repeating the text: V8's own message quotes a slice of
 // it, which would print a secret a file holds or echo a client's bytes back.
-import { JSON_ESCAPE, JSON_NUMBER } from "../untrusted-text.ts";
 import { clientPointerSegment } from "./pointer.ts";
+
+/** A JSON number at lastIndex. */
+const JSON_NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+/** A JSON string escape at lastIndex. */
+const JSON_ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
 
 /**
  * JSON.parse for a file's text, whose error is one line saying where (V8's message quotes the

@@ -5,9 +5,9 @@
 // it declares for 404, is logged once as a warning naming UPSTREAM_URL and the likely fix.
 import type { IncomingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
+import { JSON_FAMILY_MEDIA_TYPE } from "../media-types.ts";
 import type { Operation } from "../openapi.ts";
 import { withoutTrailingSlashes } from "../trailing-slashes.ts";
-import { JSON_FAMILY_MEDIA_TYPE } from "../untrusted-text.ts";
 import { shownUpstream } from "../upstream-choice.ts";
 import type { HeldBody } from "./held-body.ts";
 

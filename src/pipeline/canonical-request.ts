@@ -5,7 +5,15 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { isIPv4, isIPv6 } from "node:net";
 import { type GatewayError, gatewayError } from "../errors.ts";
-import { NON_CANONICAL_PATH, quotedClientText } from "../untrusted-text.ts";
+import { quotedClientText } from "../redaction.ts";
+
+/**
+ * A path that is not canonical: the path the policies judge must be the path the backend gets, so
+ * no percent-encoding, no backslash, no ';' parameters, no empty or dot segments, no control
+ * characters.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+const NON_CANONICAL_PATH = /[%\\;\u0000-\u0020\u007f]|\/\/|\/\.\.?(?:\/|$)/;
 
 /** What the reading needs of a request: its head, as Node's parser gave it. */
 export interface RequestHead {

@@ -3,10 +3,10 @@
 // metrics and one access log line. Metrics and the log are not policies.
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
+import { loggedPath } from "../logged-path.ts";
 import { flatLineLogger } from "../logger.ts";
 import { type Metrics, type StatusLabels, statusLabel, UNMATCHED } from "../metrics.ts";
 import type { Tracing } from "../tracing/index.ts";
-import { loggedPath } from "../untrusted-text.ts";
 import type { CoreExchange } from "./exchange.ts";
 import { exchangeOf } from "./exchange.ts";
 

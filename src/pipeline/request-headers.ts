@@ -9,8 +9,10 @@
 //   from a trusted proxy, like X-Forwarded-For (forward.ts).
 import type { IncomingHttpHeaders } from "node:http";
 import type { Operation } from "../openapi.ts";
-import { NOT_PLAIN_HEADER_NAME } from "../untrusted-text.ts";
 import { HOP_BY_HOP, SPOOFABLE } from "./canonical-request.ts";
+
+/** A header name with a character other than letters, digits and '-' (x_consumer, x.consumer). */
+const NOT_PLAIN_HEADER_NAME = /[^A-Za-z0-9-]/;
 
 /**
  * Headers by which a proxy in front tells the backend who the client is and how it connected,

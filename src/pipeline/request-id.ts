@@ -4,7 +4,9 @@
 // where a key never may be.
 import type { IncomingHttpHeaders } from "node:http";
 import { credentialsOf } from "../redaction.ts";
-import { REQUEST_ID } from "../untrusted-text.ts";
+
+/** A client's X-Request-Id that the gateway keeps (any other is replaced). */
+const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
 /** The client's X-Request-Id when it is well-formed (one, short, of plain characters); else undefined. */
 export function clientRequestId(headers: IncomingHttpHeaders): string | undefined {

@@ -6,10 +6,10 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import { gatewayError } from "../errors.ts";
+import { JSON_FAMILY_MEDIA_TYPE } from "../media-types.ts";
 import type { Operation } from "../openapi.ts";
 import type { UpstreamAnswer } from "../policy.ts";
 import { type BodySink, type UpstreamFault, type UpstreamResponse, upstreamDone } from "../proxy.ts";
-import { JSON_FAMILY_MEDIA_TYPE } from "../untrusted-text.ts";
 import type { AnswerBudget } from "./answer-budget.ts";
 import { finishHeaders } from "./answer-headers.ts";
 import type { BasePathHint } from "./base-path-hint.ts";

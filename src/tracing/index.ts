@@ -36,9 +36,9 @@ import {
   ATTR_URL_QUERY,
 } from "@opentelemetry/semantic-conventions";
 import type { Counter } from "prom-client";
+import { loggedPath } from "../logged-path.ts";
 import type { CoreExchange } from "../pipeline/exchange.ts";
 import { withoutTrailingSlashes } from "../trailing-slashes.ts";
-import { loggedPath } from "../untrusted-text.ts";
 import { exportingProcessor } from "./export.ts";
 import type { SamplerSetting, TracingSettings } from "./settings.ts";
 

@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { hash } from "node:crypto";
 import { test } from "node:test";
+import { loggedPath } from "../../src/logged-path.ts";
 import { redactKeys } from "../../src/redaction.ts";
-import { loggedPath } from "../../src/untrusted-text.ts";
 
 // As the gateway redacts: the request's own credential looked for, every run of 20 or more key
 // characters hashed once and looked up, as auth recognises keys.

@@ -28,6 +28,7 @@ import { validateConfig } from "../../src/config.ts";
 import type { GatewayConfig } from "../../src/config-schema.ts";
 import { catalogueOf, type GatewayError, gatewayError } from "../../src/errors.ts";
 import { createLogger } from "../../src/logger.ts";
+import { JSON_FAMILY_MEDIA_TYPE } from "../../src/media-types.ts";
 import { createMetrics } from "../../src/metrics.ts";
 import { type ApiDescription, loadApiDescription, type Operation } from "../../src/openapi.ts";
 import { CORE_RESPONSE_HEADERS, finishHeaders } from "../../src/pipeline/answer-headers.ts";
@@ -58,7 +59,6 @@ import type {
   UpstreamAnswer,
 } from "../../src/policy.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
-import { JSON_FAMILY_MEDIA_TYPE } from "../../src/untrusted-text.ts";
 import { LogCapture } from "./log-capture.ts";
 
 export interface HarnessSetting {

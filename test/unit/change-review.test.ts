@@ -18,7 +18,7 @@ import { reviewJson, reviewMarkdown, reviewText } from "../../src/change-review-
 import { diffDocuments } from "../../src/document-diff.ts";
 import { type ApiDescription, loadApiDescription } from "../../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../../src/project-files.ts";
-import { TERMINAL_CONTROLS } from "../../src/untrusted-text.ts";
+import { withoutTerminalControls } from "../../src/terminal-text.ts";
 import { loadDocument, writeDocumentFiles } from "../support/openapi-documents.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: a parsed document, edited in place by each test
@@ -344,8 +344,8 @@ describe("formats", () => {
     );
     const review = reviewer.review();
     const text = reviewText(review);
-    // Every C0 but the line breaks, DEL, C1 and the bidi overrides (src/untrusted-text.ts).
-    assert.equal(text.replaceAll("\n", "").replace(TERMINAL_CONTROLS, "!"), text.replaceAll("\n", ""));
+    // Every C0 but the line breaks, DEL, C1 and the bidi overrides (src/terminal-text.ts).
+    assert.equal(withoutTerminalControls(text.replaceAll("\n", "")), text.replaceAll("\n", ""));
     assert.match(text, /evil\[2Jtxt\.exefake: 1 call/);
     const json = reviewJson(review);
     assert.match(json, /\\u202e/);

@@ -4,8 +4,7 @@ import assert from "node:assert/strict";
 import { hash } from "node:crypto";
 import { test } from "node:test";
 import fc from "fast-check";
-import { credentialsOf, REDACTED, redactKeys } from "../../src/redaction.ts";
-import { quotedClientText } from "../../src/untrusted-text.ts";
+import { credentialsOf, quotedClientText, REDACTED, redactKeys } from "../../src/redaction.ts";
 
 const PROPERTY_RUNS = Math.max(50, Math.round(2_000 * Number(process.env.PROPERTY_SCALE ?? 0.1)));
 const KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
