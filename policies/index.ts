@@ -4,7 +4,7 @@
 // lifecycle judges only authenticated calls (so it can name the caller), and the limit is
 // defaulted and clamped before validation would refuse an out-of-range value. Outbound phases
 // run in reverse, so the response contract, last here, judges the backend's answer first.
-import type { AnyPolicyDefinition } from "../src/policy.ts";
+import type { AnyPolicyDefinition } from "../src/policy-registry.ts";
 import auth from "./auth/index.ts";
 import cors from "./cors/index.ts";
 import lifecycle from "./lifecycle/index.ts";

@@ -26,7 +26,7 @@ import responseContract from "../policies/response-contract/index.ts";
 import { ViolationTally } from "../policies/response-contract/violation-log-lines.ts";
 import { loadConfigForCommand } from "../src/config.ts";
 import { loadApiDescription } from "../src/openapi.ts";
-import { optionsOf } from "../src/policy.ts";
+import { optionsOf } from "../src/policy-registry.ts";
 import { fromUserDirectory } from "../src/project-files.ts";
 import { writeFileAtomically } from "../src/write-file-atomically.ts";
 

@@ -6,7 +6,7 @@
 // cannot: a property the schema adds, a setting always present without a default).
 // The descriptions are what docs/reference/configuration.md says of each field (npm run docs).
 import type { JSONSchemaType } from "ajv";
-import type { AnyPolicyDefinition } from "./policy.ts";
+import type { AnyPolicyDefinition } from "./policy-registry.ts";
 import { DEFAULT_OPENAPI_FILE } from "./project-files.ts";
 
 /**

@@ -5,7 +5,7 @@ import type { ValidateFunction } from "ajv";
 import { checkedConfigSchema, configSchema, type GatewayConfig } from "./config-schema.ts";
 import { escapePointerToken } from "./json/pointer.ts";
 import { parseJsonText } from "./json/syntax-error.ts";
-import type { AnyPolicyDefinition } from "./policy.ts";
+import type { AnyPolicyDefinition } from "./policy-registry.ts";
 import { DEFAULT_CONFIG_FILE, fromUserDirectory } from "./project-files.ts";
 import { describeSchemaError } from "./schema-error.ts";
 import { createSchemaValidator } from "./schema-validator.ts";

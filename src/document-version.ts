@@ -17,7 +17,8 @@ import type { Chain, NamedPolicy, PolicyFailure } from "./pipeline/chains.ts";
 import type { CoreExchange } from "./pipeline/exchange.ts";
 import { createRequestJudge, type RequestJudge } from "./pipeline/request-judge.ts";
 import { type GatewayPlan, planGateway } from "./plan.ts";
-import type { AnyPolicyDefinition, PolicyContext, PolicyInstance } from "./policy.ts";
+import type { PolicyContext, PolicyInstance } from "./policy.ts";
+import type { AnyPolicyDefinition } from "./policy-registry.ts";
 import { ConfigError } from "./startup-errors.ts";
 
 export interface DocumentVersion {

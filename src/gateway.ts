@@ -26,7 +26,7 @@ import { answerClientError, answerConnect, answerOpsClientError } from "./pipeli
 import { logPolicyFailure } from "./pipeline/policy-failure.ts";
 import { watchSends } from "./pipeline/send-watchdog.ts";
 import type { GatewayPlan } from "./plan.ts";
-import type { AnyPolicyDefinition } from "./policy.ts";
+import type { AnyPolicyDefinition } from "./policy-registry.ts";
 import type { TracingSettings } from "./tracing/index.ts";
 import { loadedTracing } from "./tracing/load.ts";
 

@@ -10,7 +10,7 @@ import { loadConfig } from "./config.ts";
 import { type DemoSetup, startDemo } from "./demo.ts";
 import { createLogger } from "./logger.ts";
 import type { ApiDescription } from "./openapi.ts";
-import { optionsOf } from "./policy.ts";
+import { optionsOf } from "./policy-registry.ts";
 import { logListening, type ProcessSetup, serve } from "./serve.ts";
 import { StartupError } from "./startup-errors.ts";
 import { tracingSettings } from "./tracing/settings.ts";

@@ -9,7 +9,8 @@ import { type GatewayError, gatewayError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import type { OpsToken } from "./ops-token.ts";
 import { canonicalTarget, parseQuery } from "./pipeline/canonical-request.ts";
-import type { AnyPolicyDefinition, PreparedReport } from "./policy.ts";
+import type { PreparedReport } from "./policy.ts";
+import type { AnyPolicyDefinition } from "./policy-registry.ts";
 import { markOwnAnswer, sendError, sendJson, sendOwnAnswer } from "./replies.ts";
 
 const NO_SUCH_ENDPOINT = gatewayError("NOT_FOUND", "No such ops endpoint");

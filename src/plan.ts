@@ -13,7 +13,8 @@ import {
 } from "./decision/capabilities.ts";
 import { PAGE_SIZE_EXTENSION } from "./openapi/page-size.ts";
 import { type ApiDescription, loadApiDescription, type Operation, type ParameterSpec } from "./openapi.ts";
-import type { AnyPolicyDefinition, PlanContext, PlanWarning } from "./policy.ts";
+import type { PlanContext, PlanWarning } from "./policy.ts";
+import type { AnyPolicyDefinition } from "./policy-registry.ts";
 import { routeOverlaps } from "./route-overlaps.ts";
 import { describeSchema } from "./schema-brief.ts";
 import { ConfigError, StartupError } from "./startup-errors.ts";

@@ -1,6 +1,8 @@
 // The contract between the core and a policy. A policy is a factory: validated options in, and
 // for each operation of the description either nothing (it does not apply) or a few phase
-// functions. A phase returns undefined to continue or a GatewayError to stop the chain.
+// functions. A phase returns undefined to continue or a GatewayError to stop the chain. How the
+// core holds a list of policies of any options, and reads their options back, is
+// src/policy-registry.ts's.
 
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { JSONSchemaType } from "ajv";
@@ -293,42 +295,14 @@ export interface PolicyDefinition<Options, Instruments = undefined> {
   create(options: Options, context: PolicyContext, instruments: Instruments): PolicyInstance;
 }
 
-/**
- * A policy of any options, as the ordered list and the core hold it. create() is a method, so a
- * PolicyDefinition<Options> is one without a cast (method parameters compare both ways): what
- * makes the call sound is that the core passes only the options the config validated against
- * that same definition's schema.
- */
-export interface AnyPolicyDefinition {
-  readonly name: string;
-  readonly optionsSchema: object;
-  readonly environment?: Readonly<Record<string, string>>;
-  readonly errors?: PolicyErrors;
-  metrics?(registry: Registry): unknown;
-  readonly opsReports?: Readonly<Record<string, OpsReport>>;
-  plan?(options: unknown, context: PlanContext): PolicyPlan;
-  create(options: unknown, context: PolicyContext, instruments: unknown): PolicyInstance;
-}
-
 /** Declares a policy: definePolicy<Options, Instruments>({ name, optionsSchema, metrics, create }). */
 export function definePolicy<Options, Instruments = undefined>(
   definition: PolicyDefinition<Options, Instruments>,
 ): PolicyDefinition<Options, Instruments>;
 /** A policy whose options are left untyped: its create() gets them as unknown. */
 export function definePolicy(definition: PolicyDefinition<unknown>): PolicyDefinition<unknown>;
-export function definePolicy(definition: AnyPolicyDefinition): AnyPolicyDefinition {
+export function definePolicy(
+  definition: PolicyDefinition<unknown, unknown>,
+): PolicyDefinition<unknown, unknown> {
   return definition;
-}
-
-/**
- * A policy's options as the validated config holds them, typed by the policy's definition
- * (undefined when the config was validated without that policy). The one place the type is
- * asserted rather than inferred: validateConfig checked these options against that definition's
- * schema, which the compiler holds to its Options type.
- */
-export function optionsOf<Options, Instruments>(
-  config: { readonly policies: Readonly<Record<string, unknown>> },
-  definition: PolicyDefinition<Options, Instruments>,
-): Options | undefined {
-  return config.policies[definition.name] as Options | undefined;
 }

@@ -12,7 +12,7 @@ import { listen } from "./listen.ts";
 import type { Logger, LoggerHandle } from "./logger.ts";
 import { pendingResponse } from "./node-internals.ts";
 import type { DocumentSource } from "./openapi/document-source.ts";
-import type { AnyPolicyDefinition } from "./policy.ts";
+import type { AnyPolicyDefinition } from "./policy-registry.ts";
 import { shutdownOnSignals } from "./shutdown.ts";
 import { loadTracing } from "./tracing/load.ts";
 import { tracingSettings } from "./tracing/settings.ts";

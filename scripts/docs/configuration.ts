@@ -4,7 +4,7 @@
 import { relative } from "node:path";
 import { CORE_ENVIRONMENT } from "../../src/config.ts";
 import { configSchema } from "../../src/config-schema.ts";
-import type { AnyPolicyDefinition } from "../../src/policy.ts";
+import type { AnyPolicyDefinition } from "../../src/policy-registry.ts";
 import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../../src/project-files.ts";
 import { code, json, page, table } from "./markdown.ts";
 

@@ -1,7 +1,7 @@
 // docs/reference/errors.md: the error catalogue, as the gateway assembles it (catalogueOf) from the
 // core's codes (src/errors.ts) and those each policy declares, and the codes of a refused start-up.
 import { type CatalogueEntry, catalogueOf, coreCatalogue } from "../../src/errors.ts";
-import type { AnyPolicyDefinition } from "../../src/policy.ts";
+import type { AnyPolicyDefinition } from "../../src/policy-registry.ts";
 import { STARTUP_ERROR_CODES } from "../../src/startup-errors.ts";
 import { byCodePoint, code, page, table } from "./markdown.ts";
 

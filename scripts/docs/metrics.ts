@@ -5,7 +5,7 @@
 import { type MetricObject, Registry } from "prom-client";
 import { primaryMetrics } from "../../src/cluster/primary.ts";
 import { createMetrics } from "../../src/metrics.ts";
-import type { AnyPolicyDefinition } from "../../src/policy.ts";
+import type { AnyPolicyDefinition } from "../../src/policy-registry.ts";
 import { byCodePoint, code, page, table } from "./markdown.ts";
 
 const INTRO = `Every metric the gateway registers, generated from the prom-client registries the code builds: the

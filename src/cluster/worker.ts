@@ -7,7 +7,7 @@ import { oneLine } from "../document-reload.ts";
 import { createLogger } from "../logger.ts";
 import type { DocumentSource } from "../openapi/document-source.ts";
 import { reportsOf } from "../ops.ts";
-import type { AnyPolicyDefinition } from "../policy.ts";
+import type { AnyPolicyDefinition } from "../policy-registry.ts";
 import { type Serving, serve } from "../serve.ts";
 import { takeConnections } from "./intake.ts";
 import {

@@ -4,7 +4,7 @@
 import type { GatewayConfig } from "../config-schema.ts";
 import { createGateway } from "../gateway.ts";
 import { createLogger } from "../logger.ts";
-import type { AnyPolicyDefinition } from "../policy.ts";
+import type { AnyPolicyDefinition } from "../policy-registry.ts";
 import { caddyConfig } from "./caddy-config.ts";
 import { envoyConfig } from "./envoy-config.ts";
 import { haproxyConfig } from "./haproxy-config.ts";

@@ -6,7 +6,7 @@ import { validateConfig } from "../../src/config.ts";
 import type { GatewayConfig } from "../../src/config-schema.ts";
 import { buildGateway, type Gateway } from "../../src/gateway.ts";
 import { createLogger } from "../../src/logger.ts";
-import type { AnyPolicyDefinition } from "../../src/policy.ts";
+import type { AnyPolicyDefinition } from "../../src/policy-registry.ts";
 import type { TracingSettings } from "../../src/tracing/index.ts";
 import { loadTracing } from "../../src/tracing/load.ts";
 import { LogCapture } from "./log-capture.ts";

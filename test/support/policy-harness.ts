@@ -51,13 +51,8 @@ import {
 } from "../../src/pipeline/chains.ts";
 import { type CoreExchange, newExchange } from "../../src/pipeline/exchange.ts";
 import { createLocalReplies } from "../../src/pipeline/local-replies.ts";
-import type {
-  AnyPolicyDefinition,
-  PolicyContext,
-  PolicyDefinition,
-  PolicyInstance,
-  UpstreamAnswer,
-} from "../../src/policy.ts";
+import type { PolicyContext, PolicyDefinition, PolicyInstance, UpstreamAnswer } from "../../src/policy.ts";
+import type { AnyPolicyDefinition } from "../../src/policy-registry.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
 import { LogCapture } from "./log-capture.ts";
 
