@@ -16,18 +16,10 @@ export { createLogger } from "./logger.ts";
 export { createMetrics, type Metrics } from "./metrics.ts";
 export { type ApiDescription, loadApiDescription, type Operation } from "./openapi.ts";
 export { type GatewayPlan, planGateway } from "./plan.ts";
-export type {
-  Exchange,
-  OperationPlanFacts,
-  OperationPolicy,
-  PlanContext,
-  PlanWarning,
-  PolicyContext,
-  PolicyDefinition,
-  PolicyInstance,
-  PolicyPlan,
-} from "./policy.ts";
-export { definePolicy } from "./policy.ts";
+// The contract a policy is written against, whole: a host application writes its own as the
+// bundled ones are written.
+export * from "./policy.ts";
+export type { AnyPolicyDefinition } from "./policy-registry.ts";
 export { DEFAULT_CONFIG_FILE, DEFAULT_OPENAPI_FILE } from "./project-files.ts";
 export {
   ApiDescriptionError,

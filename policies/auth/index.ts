@@ -5,8 +5,7 @@
 import { hash } from "node:crypto";
 import type { JSONSchemaType } from "ajv";
 import { Counter, Gauge } from "prom-client";
-import { declareErrors } from "../../src/errors.ts";
-import { definePolicy, type Exchange, type OperationPolicy } from "../../src/policy.ts";
+import { declareErrors, definePolicy, type Exchange, type OperationPolicy } from "../../src/policy.ts";
 import { credentialsOf } from "../../src/redaction.ts";
 import { ConfigError } from "../../src/startup-errors.ts";
 import { accessOf } from "./access.ts";

@@ -4,8 +4,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
 import type { Counter } from "prom-client";
-import type { GatewayError } from "../../src/errors.ts";
-import type { Exchange } from "../../src/policy.ts";
+import type { Exchange, GatewayError } from "../../src/policy.ts";
 import { ConfigError } from "../../src/startup-errors.ts";
 import { ANONYMOUS, type ConsumerCounter } from "./consumers.ts";
 import { type CallerTally, DEPRECATED_CALL_MSG, USER_AGENT_MAX } from "./deprecation-report.ts";

@@ -1,5 +1,5 @@
 // The lifecycle's refusals: one reason, "lifecycle", for the deprecation's and the stability's codes.
-import { declareErrors } from "../../src/errors.ts";
+import { declareErrors } from "../../src/policy.ts";
 
 export const errors = declareErrors("lifecycle", {
   OPERATION_SUNSET: { status: 410, message: "The operation has been removed" },

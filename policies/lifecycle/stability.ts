@@ -2,9 +2,8 @@
 // counted per consumer, and in production an experimental operation may answer 403.
 import type { OutgoingHttpHeaders } from "node:http";
 import type { Counter } from "prom-client";
-import type { GatewayError } from "../../src/errors.ts";
 import type { Operation } from "../../src/openapi.ts";
-import type { Exchange } from "../../src/policy.ts";
+import type { Exchange, GatewayError } from "../../src/policy.ts";
 import { ANONYMOUS, type ConsumerCounter } from "./consumers.ts";
 import { errors } from "./errors.ts";
 import type { Stability } from "./facts.ts";

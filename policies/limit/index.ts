@@ -5,11 +5,10 @@
 // config may name others instead.
 import type { JSONSchemaType } from "ajv";
 import { Counter } from "prom-client";
-import { declareErrors } from "../../src/errors.ts";
 import { labelChildren } from "../../src/metrics.ts";
 import type { ApiDescription, ParameterSpec } from "../../src/openapi.ts";
 import { parseIntegerLiteral } from "../../src/parameters.ts";
-import { definePolicy } from "../../src/policy.ts";
+import { declareErrors, definePolicy } from "../../src/policy.ts";
 
 export interface LimitOptions {
   /**

@@ -5,12 +5,11 @@
 // original bytes, never re-serialized.
 import { isUtf8 } from "node:buffer";
 import type { JSONSchemaType } from "ajv";
-import { declareErrors } from "../../src/errors.ts";
 import { parseRequestJson } from "../../src/json/request-body.ts";
 import { isJsonMediaType, mediaTypeMatcher } from "../../src/media-types.ts";
 import type { MediaTypeSpec } from "../../src/openapi.ts";
 import { checkParameter } from "../../src/parameters.ts";
-import { definePolicy } from "../../src/policy.ts";
+import { declareErrors, definePolicy } from "../../src/policy.ts";
 import { quotedClientText } from "../../src/redaction.ts";
 import { describeSchemaError, untrustedValueWording } from "../../src/schema-error.ts";
 

@@ -12,9 +12,15 @@
 // (pointers, excerpts, log lines) is built only once a violation is found.
 import type { JSONSchemaType } from "ajv";
 import { Counter } from "prom-client";
-import { declareErrors, type GatewayError } from "../../src/errors.ts";
 import type { Operation } from "../../src/openapi.ts";
-import { definePolicy, type Exchange, type PlanContext, type UpstreamAnswer } from "../../src/policy.ts";
+import {
+  declareErrors,
+  definePolicy,
+  type Exchange,
+  type GatewayError,
+  type PlanContext,
+  type UpstreamAnswer,
+} from "../../src/policy.ts";
 import { confirmingLine, inference } from "./inference.ts";
 import {
   describeRule,
