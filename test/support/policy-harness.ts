@@ -1,11 +1,13 @@
 // A policy's phases run in memory, as the gateway runs them: no server, no socket, no backend.
 // The policy is created the way start-up creates it (its options validated with the config, so
 // defaults fill in and a bad field fails with its path; its own instruments on a registry; the
-// description compiled once per document), and each request goes through the core's own steps
-// around it: the canonical target, the arrival phases, the query, the router, the operation's
-// chain (guarded, ordered), the body, and the local replies that write a refusal. Only the
-// sockets are replaced: the request is Node's IncomingMessage over a socket never connected,
-// and the response records what was written.
+// description compiled once per document), and each request goes through the gateway's own
+// request judge (src/pipeline/request-judge.ts), the one engine both front doors run: the request
+// id, the canonical target, the arrival phases, the query, the router, the headers a backend
+// would fold, the operation's chain; then the core's body reading with its cap, the body phases,
+// and the local replies that write a refusal. A unit test of a policy runs the spine production
+// runs, not a copy of it. Only the sockets are replaced: the request is Node's IncomingMessage
+// over a socket never connected, and the response records what was written.
 //
 // Two promises are checked on every answer, so that a test of any policy holds them without
 // saying so: an error body the gateway writes is the interface's Error object (the document's
@@ -26,32 +28,25 @@ import type { Registry } from "prom-client";
 import registryPolicies from "../../policies/index.ts";
 import { validateConfig } from "../../src/config.ts";
 import type { GatewayConfig } from "../../src/config-schema.ts";
-import { catalogueOf, type GatewayError, gatewayError } from "../../src/errors.ts";
+import { catalogueOf, coreCatalogue, type GatewayError, gatewayError } from "../../src/errors.ts";
 import { createLogger } from "../../src/logger.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../../src/media-types.ts";
 import { createMetrics } from "../../src/metrics.ts";
 import { type ApiDescription, loadApiDescription, type Operation } from "../../src/openapi.ts";
 import { CORE_RESPONSE_HEADERS, finishHeaders } from "../../src/pipeline/answer-headers.ts";
 import { readBody } from "../../src/pipeline/body.ts";
-import {
-  canonicalTarget,
-  parseQuery,
-  scrubRequestHeaders,
-  serializeQuery,
-} from "../../src/pipeline/canonical-request.ts";
-import {
-  buildArrival,
-  buildChains,
-  type Chain,
-  isCredential,
-  runArrival,
-  runRequest,
-  runRequestBody,
-  runResponse,
-} from "../../src/pipeline/chains.ts";
-import { type CoreExchange, newExchange } from "../../src/pipeline/exchange.ts";
+import { runResponse } from "../../src/pipeline/chains.ts";
+import type { CoreExchange } from "../../src/pipeline/exchange.ts";
 import { createLocalReplies } from "../../src/pipeline/local-replies.ts";
-import type { PolicyContext, PolicyDefinition, PolicyInstance, UpstreamAnswer } from "../../src/policy.ts";
+import { createRequestJudge } from "../../src/pipeline/request-judge.ts";
+import type {
+  Exchange,
+  OperationPolicy,
+  PolicyContext,
+  PolicyDefinition,
+  PolicyInstance,
+  UpstreamAnswer,
+} from "../../src/policy.ts";
 import type { AnyPolicyDefinition } from "../../src/policy-registry.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
 import { LogCapture } from "./log-capture.ts";
@@ -287,34 +282,28 @@ function runner(
   const rethrow = (_policy: string, _phase: string, _exchange: unknown, error: unknown) => {
     throw error;
   };
-  const named = [{ name, instance }];
-  const { router } = api;
-  const arrival = buildArrival(named, rethrow);
-  const recognizesCredential = (value: string) => isCredential(arrival, value);
   // Headers the policy's reply phases changed, per exchange: the chain holds this policy alone.
-  const changedByReply = new WeakMap<CoreExchange, Set<string>>();
-  const chains = new Map<Operation, Chain>();
-  for (const [operation, chain] of buildChains(api.operations, named, rethrow)) {
-    chains.set(operation, {
-      ...chain,
-      reply: chain.reply.map((step) => ({
-        policy: step.policy,
-        run: (exchange: CoreExchange, status: number, headers: OutgoingHttpHeaders) => {
-          const before = { ...headers };
-          step.run(exchange, status, headers);
-          const changed = changedByReply.get(exchange) ?? new Set<string>();
-          for (const header in headers) if (headers[header] !== before[header]) changed.add(header);
-          changedByReply.set(exchange, changed);
-        },
-      })),
-    });
-  }
+  const changedByReply = new WeakMap<Exchange, Set<string>>();
+  const noteChanges = (exchange: Exchange, before: OutgoingHttpHeaders, after: OutgoingHttpHeaders) => {
+    const changed = changedByReply.get(exchange) ?? new Set<string>();
+    for (const header in after) if (after[header] !== before[header]) changed.add(header);
+    changedByReply.set(exchange, changed);
+  };
+  // The gateway's own request side, as both front doors run it (src/pipeline/request-judge.ts).
+  const judge = createRequestJudge({
+    api,
+    policies: [{ name, instance: watchingReplies(instance, noteChanges) }],
+    failed: rethrow,
+  });
   const replies = createLocalReplies(
-    chains,
+    judge.chains,
     () => {},
     () => false,
   );
-  let count = 0;
+  const tooLarge = gatewayError(
+    "PAYLOAD_TOO_LARGE",
+    `the request body is over ${config.server.maxRequestBodyBytes} bytes`,
+  );
 
   /** What the policy added to the answer must be declared. */
   const checkDeclared = (exchange: CoreExchange, extra: readonly string[]) => {
@@ -329,7 +318,7 @@ function runner(
     }
   };
 
-  const refuse = (exchange: CoreExchange, error: GatewayError, byPolicy: boolean, close = false): Answer => {
+  const refuse = (exchange: CoreExchange, error: GatewayError, close = false): Answer => {
     replies.refuse(exchange, error, close);
     const answer = recorded(exchange);
     if (exchange.req.method !== "HEAD") {
@@ -340,54 +329,31 @@ function runner(
       );
       assert.equal(body.status, answer.status, `the ${error.code} body's status is the answer's`);
     }
-    checkDeclared(exchange, byPolicy ? Object.keys(error.headers ?? {}) : []);
+    // A core code's headers are the core's (a 405's Allow); a policy's own code carries the policy's.
+    checkDeclared(exchange, Object.hasOwn(coreCatalogue, error.code) ? [] : Object.keys(error.headers ?? {}));
     return answer;
   };
 
   return async (request) => {
     const { req, res } = inMemory(request);
-    const exchange = newExchange(
-      req,
-      res as unknown as ServerResponse,
-      `harness-${++count}`,
-      request.clientAddress ?? "127.0.0.1",
-      recognizesCredential,
-    );
+    const exchange = judge.open(req, res as unknown as ServerResponse, request.clientAddress ?? "127.0.0.1");
     const stop = (reply: Answer): Trial => ({
       exchange,
       reply,
       forwarded: undefined,
       respond: () => assert.fail("the gateway answered itself: no request reached the backend"),
     });
-    const target = canonicalTarget(req);
-    if (target.refusal !== undefined) return stop(refuse(exchange, target.refusal, false));
-    const { path, rawQuery } = target;
-    scrubRequestHeaders(req.headers);
-    const reply = runArrival(arrival, exchange);
-    if (reply !== undefined) {
-      if ("code" in reply) return stop(refuse(exchange, reply, true));
-      replies.answerLocally(exchange, reply);
-      checkDeclared(exchange, Object.keys(reply.headers));
+    const verdict = judge.head(exchange);
+    if (verdict.kind === "refuse") return stop(refuse(exchange, verdict.error, verdict.closeConnection));
+    if (verdict.kind === "answer") {
+      replies.answerLocally(exchange, verdict.reply);
+      checkDeclared(exchange, Object.keys(verdict.reply.headers));
       return stop(recorded(exchange));
     }
-    const badQuery = parseQuery(rawQuery, exchange.query);
-    if (badQuery !== undefined) return stop(refuse(exchange, badQuery, false));
-    const match = router.match(req.method ?? "", path);
-    if (match.kind === "not-found") return stop(refuse(exchange, gatewayError("NOT_FOUND"), false));
-    if (match.kind === "method-not-allowed") {
-      return stop(
-        refuse(exchange, gatewayError("METHOD_NOT_ALLOWED", undefined, { allow: match.allow }), false),
-      );
-    }
-    exchange.operation = match.operation;
-    exchange.pathParams = match.pathParams;
-    const chain = chains.get(match.operation) as Chain;
-    const refusal = runRequest(chain, exchange);
-    if (refusal) return stop(refuse(exchange, refusal, true));
-    req.url = exchange.queryChanged
-      ? `${path.slice(api.basePath.length)}?${serializeQuery(exchange.query)}`
-      : exchange.url.slice(api.basePath.length);
-    if (match.operation.requestBody !== undefined) {
+    const { chain } = verdict;
+    // As the proxy door: the backend's own base path is the upstream's to prepend.
+    req.url = verdict.upstreamTarget;
+    if (verdict.operation.requestBody !== undefined) {
       // The core's own reading, with its cap: the body phases get what it read.
       if (request.body !== undefined) req.push(Buffer.from(request.body));
       req.push(null);
@@ -400,9 +366,9 @@ function runner(
           () => resolve(false),
         ),
       );
-      if (!whole) return stop(refuse(exchange, gatewayError("PAYLOAD_TOO_LARGE"), false, true));
-      const bodyRefusal = runRequestBody(chain, exchange);
-      if (bodyRefusal) return stop(refuse(exchange, bodyRefusal, true));
+      if (!whole) return stop(refuse(exchange, tooLarge, true));
+      const bodyRefusal = judge.body(exchange, chain);
+      if (bodyRefusal) return stop(refuse(exchange, bodyRefusal));
     }
     return {
       exchange,
@@ -433,7 +399,7 @@ function runner(
           fault: undefined,
         };
         const answerRefusal = runResponse(chain, exchange, answer);
-        if (answerRefusal) return refuse(exchange, answerRefusal, true);
+        if (answerRefusal) return refuse(exchange, answerRefusal);
         const out: OutgoingHttpHeaders = { ...headers, "content-length": raw.length };
         finishHeaders(exchange, chain, backend.status, out, false);
         res.writeHead(backend.status, out);
@@ -443,6 +409,42 @@ function runner(
       },
     };
   };
+}
+
+/**
+ * The policy as the judge gets it, its reply phases watched: what each changes in an answer's
+ * headers is noted, to be checked against what the policy declares. Every other member is the
+ * policy's own, called on the policy itself (a class's private fields still work).
+ */
+function watchingReplies(
+  instance: PolicyInstance,
+  noteChanges: (exchange: Exchange, before: OutgoingHttpHeaders, after: OutgoingHttpHeaders) => void,
+): PolicyInstance {
+  return withMembers(instance, {
+    forOperation(operation: Operation): OperationPolicy | undefined {
+      const phases = instance.forOperation(operation);
+      const onReply = phases?.onReply?.bind(phases);
+      if (phases === undefined || onReply === undefined) return phases;
+      return withMembers(phases, {
+        onReply(exchange: Exchange, status: number, headers: OutgoingHttpHeaders) {
+          const before = { ...headers };
+          onReply(exchange, status, headers);
+          noteChanges(exchange, before, headers);
+        },
+      });
+    },
+  });
+}
+
+/** target as it is, but for the members given; a method of its own is called on target itself. */
+function withMembers<T extends object>(target: T, replaced: Partial<T>): T {
+  return new Proxy(target, {
+    get(object, key) {
+      if (Object.hasOwn(replaced, key)) return Reflect.get(replaced, key);
+      const value: unknown = Reflect.get(object, key);
+      return typeof value === "function" ? value.bind(object) : value;
+    },
+  });
 }
 
 /** What the recording response holds, as the client would read it. */

@@ -1,5 +1,6 @@
-// The policy harness holds every policy it runs to two promises (test/support/policy-harness.ts):
-// these probes break them, so the checks are known to bite.
+// The policy harness runs a policy through the gateway's own request judge, and holds every policy
+// it runs to two promises (test/support/policy-harness.ts): these probes break them, so the checks
+// are known to bite.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -98,4 +99,17 @@ test("a policy that throws shows its own error, not the 500 a gateway would answ
     }),
   );
   await assert.rejects(throwing.request({ path: "/v1/pets" }), { message: "probe bug" });
+});
+
+test("a request takes the gateway's own request judge: what production does to it, the harness does", async () => {
+  const passing = policyHarness(probe({}));
+  const trial = await passing.request({
+    path: "/v1/pets",
+    headers: { "x-request-id": "client-chosen-7", x_consumer: "mallory" },
+  });
+  // The client's own request id is kept and echoed, as the gateway keeps it.
+  assert.equal(trial.exchange.requestId, "client-chosen-7");
+  assert.equal(trial.respond({ status: 200, json: [] }).headers["x-request-id"], "client-chosen-7");
+  // A name a backend folds onto X-Consumer, the gateway's own header, never reaches it.
+  assert.equal(trial.forwarded?.headers.x_consumer, undefined);
 });
