@@ -1,9 +1,10 @@
 // Spans over OTLP from a real gateway to a real receiver: a client's traceparent comes back as one
 // trace (the client's span -> the gateway's server span -> its client span -> the backend), with
-// the attributes docs/tracing.md lists and no key anywhere in what the collector got.
+// the attributes docs/tracing.md lists and no key anywhere in what the collector got. Both
+// encodings the gateway offers, each decoded as a collector does (test/fixtures/otlp-receiver.ts).
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { tracingSettings } from "../src/tracing/settings.ts";
+import { after, afterEach, before, describe, test } from "node:test";
+import { type OtlpProtocol, tracingSettings } from "../src/tracing/settings.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "./fixtures/otlp-receiver.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import { eventually } from "./support/eventually.ts";
@@ -18,112 +19,125 @@ const CLIENT_SPAN = "00f067aa0ba902b7";
 const SERVER = 2;
 const CLIENT = 3;
 
-describe("spans exported over OTLP/HTTP JSON", () => {
-  let receiver: OtlpReceiver;
-  let backend: ProgrammableBackend;
-  let gw: TestGateway;
-  before(async () => {
-    receiver = await startOtlpReceiver();
-    backend = await startProgrammableBackend();
-    const tracing = tracingSettings({
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20collector-secret",
-      OTEL_SERVICE_NAME: "gateway-under-test",
-      OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=test",
-    });
-    assert.ok(tracing);
-    gw = await startGateway({
-      upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile } } },
-      tracing,
-    });
-  });
-  after(async () => {
-    await gw.close();
-    await backend.close();
-    await receiver.close();
-  });
-
-  test("a client's traceparent comes back as one trace through the gateway to the backend", async () => {
-    const answer = await request(`${gw.url}/pets?limit=5`, {
-      key: keyOf("acme"),
-      headers: { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`, tracestate: "rojo=1" },
-    });
-    assert.equal(answer.status, 200);
-    const spans = await eventually("both spans exported", () => {
-      const found = receiver.spans.filter((span) => span.traceId === CLIENT_TRACE);
-      return found.length >= 2 && found;
-    });
-    const server = spans.find((span) => span.kind === SERVER);
-    const client = spans.find((span) => span.kind === CLIENT);
-    assert.ok(server && client);
-    assert.equal(server.parentSpanId, CLIENT_SPAN);
-    assert.equal(client.parentSpanId, server.spanId);
-    const received = backend.requests.at(-1)?.headers;
-    assert.equal(received?.traceparent, `00-${CLIENT_TRACE}-${client.spanId}-01`);
-    assert.equal(received?.tracestate, "rojo=1");
-    assert.equal(server.name, "GET /v1/pets");
-    assert.equal(server.attributes["http.request.method"], "GET");
-    assert.equal(server.attributes["http.route"], "/v1/pets");
-    assert.equal(server.attributes["url.path"], "/v1/pets");
-    assert.equal(server.attributes["url.query"], "limit=5");
-    assert.equal(server.attributes["http.response.status_code"], 200);
-    assert.equal(server.attributes["client.address"], "127.0.0.1");
-    assert.equal(server.attributes["server.address"], "127.0.0.1");
-    assert.equal(server.attributes["gateway.operation_id"], "listPets");
-    assert.equal(server.attributes["gateway.consumer"], "acme");
-    assert.equal(client.attributes["http.response.status_code"], 200);
-    assert.equal(server.resource["service.name"], "gateway-under-test");
-    assert.equal(server.resource["deployment.environment"], "test");
-    // The access line names the gateway's server span.
-    const line = gw.logs.messages("request").at(-1);
-    assert.equal(line?.trace_id, CLIENT_TRACE);
-    assert.equal(line?.span_id, server.spanId);
-    // The collector's credential went to the collector, as a header.
-    assert.equal(receiver.headers.at(-1)?.authorization, "Bearer collector-secret");
-  });
-
-  test("a refused request is a server span with its refusal code, and no client span", async () => {
-    const key = keyOf("acme");
-    const answer = await request(`${gw.url}/pets?api_key=${key}`, { key: `${key}x` });
-    assert.equal(answer.status, 401);
-    const line = gw.logs.messages("request").at(-1);
-    const traceId = line?.trace_id as string;
-    assert.match(traceId, /^[0-9a-f]{32}$/);
-    const server = await eventually("the refused request's span", () =>
-      receiver.spans.find((span) => span.traceId === traceId),
-    );
-    assert.equal(server.kind, SERVER);
-    assert.equal(typeof server.attributes["gateway.refusal.code"], "string");
-    assert.equal(server.attributes["http.response.status_code"], 401);
-    // A 4xx is the client's: not an error of the gateway's span.
-    assert.notEqual(server.statusCode, 2);
-    assert.equal(receiver.spans.filter((span) => span.traceId === traceId).length, 1);
-    // No key in anything the collector got, query and Authorization alike.
-    for (const body of receiver.bodies) {
-      assert.ok(!body.toString("utf8").includes(key), "a key reached the collector");
-    }
-  });
-
-  test("a request without a traceparent starts a trace of its own, sent on to the backend", async () => {
-    assert.equal((await request(`${gw.url}/pets`, { key: keyOf("acme") })).status, 200);
-    const traceparent = backend.requests.at(-1)?.headers.traceparent as string;
-    assert.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
-  });
-
-  test("a collector answering 500 costs no request, and its lost spans are counted", async () => {
-    receiver.answerWith(500);
-    try {
-      for (let i = 0; i < 5; i++)
-        assert.equal((await request(`${gw.url}/pets`, { key: keyOf("acme") })).status, 200);
-      await eventually(
-        "dropped spans counted",
-        async () => (sampleValue(await scrape(gw), "gateway_trace_spans_dropped_total") ?? 0) > 0,
-        15_000,
-      );
-    } finally {
-      receiver.answerWith(200);
-    }
-  });
+// The two suites wait on their exports side by side.
+describe("spans exported over OTLP/HTTP", { concurrency: 2 }, () => {
+  for (const protocol of ["http/protobuf", "http/json"] as const) exportSuite(protocol);
 });
+
+function exportSuite(protocol: OtlpProtocol) {
+  describe(`in ${protocol}`, () => {
+    let receiver: OtlpReceiver;
+    let backend: ProgrammableBackend;
+    let gw: TestGateway;
+    before(async () => {
+      receiver = await startOtlpReceiver();
+      backend = await startProgrammableBackend();
+      const tracing = tracingSettings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+        OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20collector-secret",
+        OTEL_SERVICE_NAME: "gateway-under-test",
+        OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=test",
+      });
+      assert.ok(tracing);
+      gw = await startGateway({
+        upstreamUrl: backend.url,
+        config: { policies: { auth: { keysFile } } },
+        tracing,
+      });
+    });
+    after(async () => {
+      await gw.close();
+      await backend.close();
+      await receiver.close();
+    });
+    afterEach(() => {
+      assert.deepEqual(receiver.failures, [], "every export decoded");
+    });
+
+    test("a client's traceparent comes back as one trace through the gateway to the backend", async () => {
+      const answer = await request(`${gw.url}/pets?limit=5`, {
+        key: keyOf("acme"),
+        headers: { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`, tracestate: "rojo=1" },
+      });
+      assert.equal(answer.status, 200);
+      const spans = await eventually("both spans exported", () => {
+        const found = receiver.spans.filter((span) => span.traceId === CLIENT_TRACE);
+        return found.length >= 2 && found;
+      });
+      const server = spans.find((span) => span.kind === SERVER);
+      const client = spans.find((span) => span.kind === CLIENT);
+      assert.ok(server && client);
+      assert.equal(spans.length, 2);
+      assert.equal(server.protocol, protocol);
+      assert.equal(server.traceState, "rojo=1");
+      assert.equal(server.parentSpanId, CLIENT_SPAN);
+      assert.equal(client.parentSpanId, server.spanId);
+      const received = backend.requests.at(-1)?.headers;
+      assert.equal(received?.traceparent, `00-${CLIENT_TRACE}-${client.spanId}-01`);
+      assert.equal(received?.tracestate, "rojo=1");
+      assert.equal(server.name, "GET /v1/pets");
+      assert.equal(server.attributes["http.request.method"], "GET");
+      assert.equal(server.attributes["http.route"], "/v1/pets");
+      assert.equal(server.attributes["url.path"], "/v1/pets");
+      assert.equal(server.attributes["url.query"], "limit=5");
+      assert.equal(server.attributes["http.response.status_code"], 200);
+      assert.equal(server.attributes["client.address"], "127.0.0.1");
+      assert.equal(server.attributes["server.address"], "127.0.0.1");
+      assert.equal(server.attributes["gateway.operation_id"], "listPets");
+      assert.equal(server.attributes["gateway.consumer"], "acme");
+      assert.equal(client.attributes["http.response.status_code"], 200);
+      assert.equal(server.resource["service.name"], "gateway-under-test");
+      assert.equal(server.resource["deployment.environment"], "test");
+      // The access line names the gateway's server span.
+      const line = gw.logs.messages("request").at(-1);
+      assert.equal(line?.trace_id, CLIENT_TRACE);
+      assert.equal(line?.span_id, server.spanId);
+      // The collector's credential went to the collector, as a header.
+      assert.equal(receiver.headers.at(-1)?.authorization, "Bearer collector-secret");
+    });
+
+    test("a refused request is a server span with its refusal code, and no client span", async () => {
+      const key = keyOf("acme");
+      const answer = await request(`${gw.url}/pets?api_key=${key}`, { key: `${key}x` });
+      assert.equal(answer.status, 401);
+      const line = gw.logs.messages("request").at(-1);
+      const traceId = line?.trace_id as string;
+      assert.match(traceId, /^[0-9a-f]{32}$/);
+      const server = await eventually("the refused request's span", () =>
+        receiver.spans.find((span) => span.traceId === traceId),
+      );
+      assert.equal(server.kind, SERVER);
+      assert.equal(typeof server.attributes["gateway.refusal.code"], "string");
+      assert.equal(server.attributes["http.response.status_code"], 401);
+      // A 4xx is the client's: not an error of the gateway's span.
+      assert.notEqual(server.statusCode, 2);
+      assert.equal(receiver.spans.filter((span) => span.traceId === traceId).length, 1);
+      // No key in anything the collector got, query and Authorization alike.
+      for (const body of receiver.bodies) {
+        assert.ok(!body.toString("utf8").includes(key), "a key reached the collector");
+      }
+    });
+
+    test("a request without a traceparent starts a trace of its own, sent on to the backend", async () => {
+      assert.equal((await request(`${gw.url}/pets`, { key: keyOf("acme") })).status, 200);
+      const traceparent = backend.requests.at(-1)?.headers.traceparent as string;
+      assert.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    });
+
+    test("a collector answering 500 costs no request, and its lost spans are counted", async () => {
+      receiver.answerWith(500);
+      try {
+        for (let i = 0; i < 5; i++)
+          assert.equal((await request(`${gw.url}/pets`, { key: keyOf("acme") })).status, 200);
+        await eventually(
+          "dropped spans counted",
+          async () => (sampleValue(await scrape(gw), "gateway_trace_spans_dropped_total") ?? 0) > 0,
+          15_000,
+        );
+      } finally {
+        receiver.answerWith(200);
+      }
+    });
+  });
+}
