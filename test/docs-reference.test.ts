@@ -1,5 +1,6 @@
 // The reference pages under docs/reference/ are generated from the code (scripts/docs/): the
-// settings from the config schemas, the errors from the catalogue, the metrics from the registry.
+// settings from the config schemas, the errors from the catalogue, the metrics from the registry,
+// the span attributes from the tracing module's table.
 // They are held to it here, so that no field, code or metric changes without its page.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -39,11 +40,12 @@ for (const [path, generated] of Object.entries(pages)) {
   });
 }
 
-test("the generator writes the three reference pages the docs link to", () => {
+test("the generator writes the four reference pages the docs link to", () => {
   assert.deepEqual(Object.keys(pages).sort(), [
     "docs/reference/configuration.md",
     "docs/reference/errors.md",
     "docs/reference/metrics.md",
+    "docs/reference/tracing.md",
   ]);
 });
 

@@ -4,7 +4,14 @@
 // encodings the gateway offers, each decoded as a collector does (test/fixtures/otlp-receiver.ts).
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, test } from "node:test";
+import {
+  CLIENT_SPAN_ATTRIBUTES,
+  isListedAttribute,
+  RESOURCE_ATTRIBUTES,
+  SERVER_SPAN_ATTRIBUTES,
+} from "../src/tracing/attributes.ts";
 import { type OtlpProtocol, tracingSettings } from "../src/tracing/settings.ts";
+import { contractAnswer } from "./fixtures/contract-answer.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "./fixtures/otlp-receiver.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import { eventually } from "./support/eventually.ts";
@@ -25,13 +32,15 @@ describe("spans exported over OTLP/HTTP", { concurrency: 2 }, () => {
 });
 
 function exportSuite(protocol: OtlpProtocol) {
-  describe(`in ${protocol}`, () => {
+  // One test after another within a suite: they read the receiver and the log in turn.
+  describe(`in ${protocol}`, { concurrency: 1 }, () => {
     let receiver: OtlpReceiver;
     let backend: ProgrammableBackend;
     let gw: TestGateway;
     before(async () => {
       receiver = await startOtlpReceiver();
       backend = await startProgrammableBackend();
+      backend.behave(contractAnswer);
       const tracing = tracingSettings({
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
         OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
@@ -125,6 +134,25 @@ function exportSuite(protocol: OtlpProtocol) {
       assert.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     });
 
+    test("a deprecated operation's span says so, with the days left to its sunset", async () => {
+      // getPet in the bundled document: deprecated, sunset 2030-12-05.
+      const answer = await request(`${gw.url}/pets/1`, { key: keyOf("acme") });
+      assert.equal(answer.status, 200);
+      const traceId = gw.logs.messages("request").at(-1)?.trace_id as string;
+      const server = await eventually("the deprecated call's span", () =>
+        receiver.spans.find((span) => span.traceId === traceId && span.kind === SERVER),
+      );
+      assert.equal(server.attributes["http.route"], "/v1/pets/{petId}");
+      assert.equal(server.attributes["gateway.deprecated"], true);
+      const days = (Date.parse("2030-12-05T00:00:00Z") - Date.now()) / 86_400_000;
+      const noted = server.attributes["gateway.note.daysToSunset"];
+      assert.equal(typeof noted, "number");
+      assert.ok(Math.abs((noted as number) - days) <= 1, `${noted} days, about ${days} left`);
+      // The same note on the access line, where a log search finds it.
+      const notes = gw.logs.messages("request").at(-1)?.notes as Record<string, unknown> | undefined;
+      assert.equal(notes?.daysToSunset, noted);
+    });
+
     test("a collector answering 500 costs no request, and its lost spans are counted", async () => {
       receiver.answerWith(500);
       try {
@@ -137,6 +165,20 @@ function exportSuite(protocol: OtlpProtocol) {
         );
       } finally {
         receiver.answerWith(200);
+      }
+    });
+
+    test("every attribute the spans carried is one docs/reference/tracing.md lists", () => {
+      assert.ok(receiver.spans.length >= 6, `${receiver.spans.length} spans`);
+      for (const span of receiver.spans) {
+        const rows = span.kind === SERVER ? SERVER_SPAN_ATTRIBUTES : CLIENT_SPAN_ATTRIBUTES;
+        for (const name of Object.keys(span.attributes))
+          assert.ok(
+            isListedAttribute(name, rows),
+            `${name} of a ${span.kind === SERVER ? "server" : "client"} span`,
+          );
+        for (const name of Object.keys(span.resource))
+          assert.ok(isListedAttribute(name, RESOURCE_ATTRIBUTES) || name === "deployment.environment", name);
       }
     });
   });

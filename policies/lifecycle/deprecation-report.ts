@@ -286,8 +286,13 @@ export function byRecency(a: CallerRow, b: CallerRow): number {
 
 export function daysBetween(from: string, to: string | null): number | null {
   if (to === null) return null;
+  return daysFrom(Date.parse(from), Date.parse(to));
+}
+
+/** Whole days from one instant (ms) to another, a part of a day counted as one: the report's days to sunset. */
+export function daysFrom(from: number, to: number): number {
   // +0 turns the -0 of Math.ceil(-0.5) into 0.
-  return Math.ceil((Date.parse(to) - Date.parse(from)) / DAY_MS) + 0;
+  return Math.ceil((to - from) / DAY_MS) + 0;
 }
 
 function iso(ms: number): string {

@@ -7,7 +7,7 @@ import type { Counter } from "prom-client";
 import type { Exchange, GatewayError } from "../../src/policy.ts";
 import { ConfigError } from "../../src/startup-errors.ts";
 import { ANONYMOUS, type ConsumerCounter } from "./consumers.ts";
-import { type CallerTally, DEPRECATED_CALL_MSG, USER_AGENT_MAX } from "./deprecation-report.ts";
+import { type CallerTally, DEPRECATED_CALL_MSG, daysFrom, USER_AGENT_MAX } from "./deprecation-report.ts";
 import { errors } from "./errors.ts";
 import type { Deprecation } from "./facts.ts";
 import type { LifecycleOptions } from "./index.ts";
@@ -82,6 +82,8 @@ export function deprecationPhases(deprecation: Deprecation, setting: Deprecation
           break;
         }
       }
+      // For the access line and the request's span: how close the caller is to the sunset.
+      if (sunset !== undefined) exchange.notes.daysToSunset = daysFrom(at, sunset);
       const consumer = exchange.consumer ?? ANONYMOUS;
       // A client that put a key in its User-Agent must not find it in the log or the report.
       const userAgent = headerText(exchange.headers["user-agent"], exchange);

@@ -39,6 +39,15 @@ import type { Counter } from "prom-client";
 import { loggedPath } from "../logged-path.ts";
 import type { CoreExchange } from "../pipeline/exchange.ts";
 import { withoutTrailingSlashes } from "../trailing-slashes.ts";
+import {
+  CONSUMER,
+  DEPRECATED,
+  FACT_PREFIX,
+  NOTE_PREFIX,
+  OPERATION_ID,
+  REFUSAL_CODE,
+  REFUSAL_REASON,
+} from "./attributes.ts";
 import { exportingProcessor } from "./export.ts";
 import type { SamplerSetting, TracingSettings } from "./settings.ts";
 
@@ -70,7 +79,6 @@ export interface TracingOptions {
 }
 
 const TRACER_NAME = "petstore-gateway";
-const NOTE_PREFIX = "gateway.note.";
 const MAX_ATTRIBUTE_CHARS = 256;
 
 export function createTracing(settings: TracingSettings, options: TracingOptions): Tracing {
@@ -175,23 +183,24 @@ function serverAttributes(exchange: CoreExchange, status: number): Attributes {
   if (operation !== undefined) {
     if (exchange.version !== undefined)
       attributes[ATTR_HTTP_ROUTE] = exchange.version.api.basePath + operation.path;
-    attributes["gateway.operation_id"] = operation.id;
-    if (operation.deprecated) attributes["gateway.deprecated"] = true;
+    attributes[OPERATION_ID] = operation.id;
+    if (operation.deprecated) attributes[DEPRECATED] = true;
   }
-  if (exchange.consumer !== undefined) attributes["gateway.consumer"] = exchange.consumer;
+  if (exchange.consumer !== undefined) attributes[CONSUMER] = exchange.consumer;
   if (rejection !== undefined) {
-    attributes["gateway.refusal.code"] = rejection.code;
-    attributes["gateway.refusal.reason"] = rejection.reason;
+    attributes[REFUSAL_CODE] = rejection.code;
+    attributes[REFUSAL_REASON] = rejection.reason;
   }
   if (status >= 500) attributes[ATTR_ERROR_TYPE] = rejection?.code ?? String(status);
-  // The policies' notes, as the access line has them (the limit applied, the contract's verdict).
+  // The policies' notes, as the access line has them (the limit applied, the contract's verdict,
+  // the days to a deprecated operation's sunset).
   for (const name in exchange.notes) {
     const value = exchange.notes[name] as string | number | boolean;
     attributes[NOTE_PREFIX + name] = typeof value === "string" ? cut(value) : value;
   }
   for (const name in exchange.facts) {
     const value = exchange.facts[name] as string | number | boolean;
-    attributes[`gateway.${name}`] = typeof value === "string" ? cut(value) : value;
+    attributes[FACT_PREFIX + name] = typeof value === "string" ? cut(value) : value;
   }
   return attributes;
 }

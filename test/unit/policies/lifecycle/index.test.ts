@@ -57,6 +57,14 @@ test("each call to a deprecated operation is logged for the deprecation report, 
   assert.equal(line?.reqId, trial.exchange.requestId);
 });
 
+test("each call to a deprecated operation notes the days left to its sunset, for its access line and span", async () => {
+  // 2028-06-01T12:00Z to 2030-12-05T00:00Z is 916.5 days: a part of a day counts as one, as in the report.
+  assert.equal((await gateway.request({ path: "/v1/pets/7" })).exchange.notes.daysToSunset, 917);
+  assert.equal((await gateway.request({ path: "/v1/pets" })).exchange.notes.daysToSunset, undefined);
+  const serving = policyHarness(lifecycle, { afterSunset: "serve" }, { now: () => SUNSET + 36 * 3_600_000 });
+  assert.equal((await serving.request({ path: "/v1/pets/7" })).exchange.notes.daysToSunset, -1);
+});
+
 test("from the sunset on, the operation answers 410 OPERATION_SUNSET naming its successor", async () => {
   now = SUNSET - 1;
   const before = await gateway.request({ path: "/v1/pets/7" });

@@ -1,0 +1,141 @@
+// Every attribute the gateway puts on a span, with what it holds: the tracing module sets them by
+// these names, and docs/reference/tracing.md is generated from this table (npm run docs), so that
+// a name cannot change without its page. OpenTelemetry's HTTP conventions where one fits; the
+// gateway's own facts under `gateway.`.
+import {
+  ATTR_CLIENT_ADDRESS,
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_SERVICE_NAME,
+  ATTR_URL_FULL,
+  ATTR_URL_PATH,
+  ATTR_URL_QUERY,
+} from "@opentelemetry/semantic-conventions";
+
+export const OPERATION_ID = "gateway.operation_id";
+export const CONSUMER = "gateway.consumer";
+export const REFUSAL_CODE = "gateway.refusal.code";
+export const REFUSAL_REASON = "gateway.refusal.reason";
+export const DEPRECATED = "gateway.deprecated";
+/** Each note a policy wrote for the access line, as gateway.note.<name>. */
+export const NOTE_PREFIX = "gateway.note.";
+/** Each fact of the core's for the access line, as gateway.<fact>. */
+export const FACT_PREFIX = "gateway.";
+
+export interface AttributeRow {
+  /** The attribute's name; `<name>` in it stands for each of `names`. */
+  readonly name: string;
+  readonly value: string;
+  /** What `<name>` stands for, where the gateway knows every one (the bundled policies' notes, the core's facts). */
+  readonly names?: readonly string[];
+}
+
+/** The notes the bundled policies write (each policy's page says when). */
+const NOTES = [
+  "authFailure",
+  "keyConsumer",
+  "keyDigest",
+  "limitAdjusted",
+  "limitRequested",
+  "contractViolation",
+  "contractViolations",
+  "contractJudged",
+  "stability",
+  "daysToSunset",
+];
+/** The core's facts of a request it proxies (the access line has them beside its own fields). */
+const FACTS = [
+  "upstreamFault",
+  "aborted",
+  "cutAtDeadline",
+  "localReply",
+  "policyFailed",
+  "requestIdReplaced",
+];
+
+export const SERVER_SPAN_ATTRIBUTES: readonly AttributeRow[] = [
+  { name: ATTR_HTTP_REQUEST_METHOD, value: "The request's method." },
+  {
+    name: ATTR_HTTP_ROUTE,
+    value:
+      "The document's path template with the public base path (`/v1/pets/{petId}`); absent when no operation matched.",
+  },
+  {
+    name: ATTR_URL_PATH,
+    value:
+      "The request's path as the access line logs it: a key anywhere in it is replaced by `[redacted]`, then it is cut at 256 characters.",
+  },
+  {
+    name: ATTR_URL_QUERY,
+    value:
+      "The query as the access line logs it (a credential-named parameter's value and any key `[redacted]`); absent without one.",
+  },
+  { name: ATTR_HTTP_RESPONSE_STATUS_CODE, value: "The status the client got (the access line's `status`)." },
+  { name: ATTR_SERVER_ADDRESS, value: "The `Host` the client asked for, without its port, redacted." },
+  {
+    name: ATTR_CLIENT_ADDRESS,
+    value: "The client's address (behind trusted proxies, the nearest untrusted `X-Forwarded-For` hop).",
+  },
+  {
+    name: ATTR_ERROR_TYPE,
+    value: "On a 5xx only: the gateway's error code, else the status. The span's status is then error.",
+  },
+  { name: OPERATION_ID, value: "The `operationId` the router matched; absent when none did." },
+  { name: CONSUMER, value: "The authenticated consumer's name, from the key file (never the key)." },
+  {
+    name: REFUSAL_CODE,
+    value: "The error code of an answer the gateway gave itself (`INVALID_API_KEY`, `UPSTREAM_TIMEOUT`, …).",
+  },
+  {
+    name: REFUSAL_REASON,
+    value: "Its reason, as the `reason` label of `gateway_rejections_total` (`auth`, `upstream`, …).",
+  },
+  { name: DEPRECATED, value: "`true` on an operation the document marks `deprecated: true`." },
+  {
+    name: `${NOTE_PREFIX}<name>`,
+    value:
+      "Each note a policy wrote on the access line (`notes.<name>`, [logs](../logs.md)): `daysToSunset` (lifecycle: whole days to a deprecated operation's sunset, 0 or less once it has passed), `stability` (lifecycle: `experimental` or `beta`), `limitAdjusted` and `limitRequested` (limit: `defaulted`, `clamped_to_minimum` or `clamped_to_maximum`, and the value sent; another page size under its own name, `per_pageAdjusted`), `contractViolation`, `contractViolations` and `contractJudged` (response contract: the first rule broken, how many, `false` for an answer its sample left unjudged), `authFailure`, `keyConsumer` and `keyDigest` (auth: why a key was refused; an expired key's consumer and the first 8 hex digits of its digest).",
+    names: NOTES,
+  },
+  {
+    name: `${FACT_PREFIX}<fact>`,
+    value:
+      "Each of the core's facts of the access line: `upstreamFault` (what went wrong with the backend), `aborted` (the answer was cut), `cutAtDeadline` (by the shutdown deadline), `localReply`, `policyFailed` (a policy threw: its name and phase), `requestIdReplaced`.",
+    names: FACTS,
+  },
+];
+
+export const CLIENT_SPAN_ATTRIBUTES: readonly AttributeRow[] = [
+  { name: ATTR_HTTP_REQUEST_METHOD, value: "The method." },
+  { name: ATTR_SERVER_ADDRESS, value: "The backend's host (`UPSTREAM_URL`'s)." },
+  { name: ATTR_SERVER_PORT, value: "The backend's port." },
+  {
+    name: ATTR_URL_FULL,
+    value:
+      "The backend URL of the call, redacted as `url.path`: the query is the one the backend got (the `limit` applied, when the gateway defaulted or clamped it).",
+  },
+  { name: ATTR_HTTP_RESPONSE_STATUS_CODE, value: "The backend's status; absent when it gave none." },
+  {
+    name: ATTR_ERROR_TYPE,
+    value: "The upstream fault, or the backend's 5xx status; the span's status is then error.",
+  },
+];
+
+export const RESOURCE_ATTRIBUTES: readonly AttributeRow[] = [
+  { name: ATTR_SERVICE_NAME, value: "`OTEL_SERVICE_NAME`, else `petstore-gateway`." },
+  { name: "<key>", value: "Each `key=value` of `OTEL_RESOURCE_ATTRIBUTES`." },
+];
+
+/** Whether the table lists a span attribute of this name (a note or a fact by its own name). */
+export function isListedAttribute(name: string, rows: readonly AttributeRow[]): boolean {
+  return rows.some((row) => {
+    const open = row.name.indexOf("<");
+    if (open === -1) return row.name === name;
+    const prefix = row.name.slice(0, open);
+    return name.startsWith(prefix) && (row.names ?? []).includes(name.slice(prefix.length));
+  });
+}
