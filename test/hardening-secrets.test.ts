@@ -1,18 +1,22 @@
 // Secret hygiene: keys turn up in every place a client (or an operator) might put them, and
-// none of them, nor the digest the key file holds, comes out in a log line, an answer or /metrics.
+// none of them, nor the digest the key file holds, comes out in a log line, an answer, /metrics
+// or a span the collector receives.
 // Every other hardening suite ends with the same check over everything it captured.
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
+import type { TracingSettings } from "../src/tracing/settings.ts";
+import { tracingSettings } from "../src/tracing/settings.ts";
 import { contractAnswer } from "./fixtures/contract-answer.ts";
+import { type OtlpReceiver, startOtlpReceiver } from "./fixtures/otlp-receiver.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import { watchForCrashes } from "./support/crashes.ts";
 import { eventually } from "./support/eventually.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { sha256, writeKeysFile, writeKeysFileAt } from "./support/keys.ts";
-import { assertNoSecrets, capturedOutputs } from "./support/secrets.ts";
+import { assertNoSecrets, capturedOutputs, spanTexts } from "./support/secrets.ts";
 
 const generated = writeKeysFile(["acme", "globex"]);
 const { file: keysFile, key, keyOf } = generated;
@@ -26,23 +30,31 @@ const other = keyOf("globex");
 describe("secret hygiene", () => {
   let backend: ProgrammableBackend;
   let gw: TestGateway;
+  let receiver: OtlpReceiver;
   const answers: string[] = [];
   const crashes = watchForCrashes();
   before(async () => {
     backend = await startProgrammableBackend();
     backend.behave(contractAnswer);
+    receiver = await startOtlpReceiver();
     gw = await startGateway({
       upstreamUrl: backend.url,
       config: { policies: { auth: { keysFile, reloadIntervalMs: 100 } }, log: { level: "debug" } },
+      tracing: tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) as TracingSettings,
     });
   });
   after(async () => {
     const outputsGw = await capturedOutputs(gw, answers);
+    // Closing flushes the spans still queued.
     await gw.close();
     await backend.close();
+    await receiver.close();
     crashes.stop();
     assert.deepEqual(crashes.crashes, []);
     assertNoSecrets(keys, outputsGw, "everything the gateway wrote");
+    assert.ok(receiver.spans.length >= 20, `${receiver.spans.length} spans`);
+    assert.deepEqual(receiver.failures, []);
+    assertNoSecrets(keys, spanTexts(receiver), "what the collector got");
   });
 
   const send = async (path: string, options: Parameters<typeof request>[1] = {}) => {

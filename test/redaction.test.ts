@@ -1,21 +1,28 @@
 // Key material never comes back out: keys of every shape the key file may hold, placed wherever a
 // client (or a backend echoing the client) can put them, written plainly, percent-encoded or
 // \u-escaped, leave no 12-character piece of themselves in any log line, any answer the gateway
-// writes, /metrics, /deprecations or /contract/violations.
+// writes, /metrics, /deprecations or /contract/violations, nor in any span the gateway exports
+// (its attributes, events, trace state and resource, as a collector decodes them, and the raw bytes).
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
+import type { TracingSettings } from "../src/tracing/settings.ts";
+import { tracingSettings } from "../src/tracing/settings.ts";
+import { type OtlpReceiver, startOtlpReceiver } from "./fixtures/otlp-receiver.ts";
 import {
   jsonAnswer,
   type ProgrammableBackend,
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
+import { eventually } from "./support/eventually.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { type ApiKey, writeKeysFile, writeKeysFileAt } from "./support/keys.ts";
+import { spanTexts } from "./support/secrets.ts";
 
+const CLIENT_TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const HTTP_CASES = Math.max(60, Math.round(600 * Number(process.env.PROPERTY_SCALE ?? 0.1)));
 
 const generated = writeKeysFile(["acme"]);
@@ -29,6 +36,8 @@ const placed: ApiKey[] = [
   { consumer: "digits", key: randomOf("0123456789", 20) },
   { consumer: "letters", key: randomOf("abcdefghijklmnopqrstuvwxyz", 22) },
   { consumer: "dashes", key: `${randomOf("abcdef", 10)}-_-${randomOf("0123456789", 10)}` },
+  // Lower-case hex, 32 digits: a trace id's shape.
+  { consumer: "hex", key: randomBytes(16).toString("hex") },
 ];
 // Not in the key file: a key the client believes in, sent as its own credential.
 const unknownOwn = `own_${randomBytes(20).toString("base64url")}`;
@@ -48,6 +57,8 @@ const ENCODINGS = {
 
 interface Placement {
   readonly path: string;
+  /** The request's own credential, when the placement is about it. */
+  readonly credential?: string;
   readonly method?: string;
   readonly headers?: Record<string, string>;
   readonly body?: string;
@@ -89,6 +100,21 @@ const PLACEMENTS: Readonly<Record<string, (written: string, key: string) => Plac
     path: "/pets/1",
     headers: { "x-echo": key, "x-echo-as": "bare" },
   }),
+  // The trace context goes into the log line and the span: a key in the trace state, and a key
+  // of hex digits as the trace id (any other key makes the traceparent invalid, and it is dropped).
+  "trace state": (written) => ({
+    path: "/pets",
+    headers: { traceparent: CLIENT_TRACEPARENT, tracestate: `congo=1,vendor=${written}` },
+  }),
+  "trace id": (written) => ({
+    path: "/pets",
+    headers: { traceparent: `00-${written}-00f067aa0ba902b7-01` },
+  }),
+  "trace id around the request's own key": (written, key) => ({
+    path: "/pets",
+    credential: key,
+    headers: { traceparent: `00-${written.padEnd(32, "0").slice(0, 32)}-00f067aa0ba902b7-01` },
+  }),
 };
 
 /** The backend echoes X-Echo and the User-Agent into answers that break the contract. */
@@ -123,20 +149,25 @@ function pieceOf(keys: readonly string[], text: string): string | undefined {
 describe("no piece of a key comes out of the gateway", () => {
   let backend: ProgrammableBackend;
   let gw: TestGateway;
+  let receiver: OtlpReceiver;
   /** What the gateway itself wrote to clients: every answer's headers, and the bodies it wrote. */
   const answers: string[] = [];
 
   before(async () => {
     backend = await startProgrammableBackend();
     backend.behave((req) => echoingBackend(req));
+    receiver = await startOtlpReceiver();
     gw = await startGateway({
       upstreamUrl: backend.url,
       config: { policies: { auth: { keysFile: generated.file, reloadIntervalMs: 4_000 } } },
+      // Every request a span, exported as the gateway does by default (http/protobuf).
+      tracing: tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) as TracingSettings,
     });
   });
   after(async () => {
     await gw?.close();
     await backend?.close();
+    await receiver?.close();
   });
 
   test("keys placed anywhere, in any encoding, with any credential, over HTTP", async () => {
@@ -149,7 +180,8 @@ describe("no piece of a key comes out of the gateway", () => {
         fc.constantFrom("caller", "placed", "unknown", "none"),
         async (key, where, encoding, credential) => {
           const placement = (PLACEMENTS[where] as (typeof PLACEMENTS)[string])(ENCODINGS[encoding](key), key);
-          const authorization = { caller, placed: key, unknown: unknownOwn, none: undefined }[credential];
+          const authorization =
+            placement.credential ?? { caller, placed: key, unknown: unknownOwn, none: undefined }[credential];
           const answer = await request(`${gw.url}${placement.path}`, {
             method: placement.method ?? "GET",
             headers: {
@@ -179,7 +211,15 @@ describe("no piece of a key comes out of the gateway", () => {
       ),
     );
     for (const answer of ops) assert.equal(answer.status, 200);
-    const outputs = [...gw.logs.raw, ...answers, ...ops.map((answer) => answer.body)];
+    // Every request's server span, in the receiver: what the collector got is all there is to read.
+    const requests = gw.logs.messages("request").length;
+    await eventually(
+      "every request's span exported",
+      () => receiver.counts().serverSpans >= requests,
+      15_000,
+    );
+    assert.deepEqual(receiver.failures, [], "every export decoded");
+    const outputs = [...gw.logs.raw, ...answers, ...ops.map((answer) => answer.body), ...spanTexts(receiver)];
     // The run did reach the places keys were put: contract violations, deprecated calls, 400s.
     const messages = new Set(gw.logs.lines.map((line) => line.msg));
     for (const message of ["contract violation", "deprecated call", "request"]) {
@@ -189,7 +229,9 @@ describe("no piece of a key comes out of the gateway", () => {
       const piece = pieceOf([...keys, unknownOwn], output);
       assert.equal(piece, undefined, `a piece of a key (${piece}) in: ${output.slice(0, 400)}`);
     }
-    console.log(`${HTTP_CASES} requests; ${outputs.length} outputs checked, ${gw.logs.raw.length} log lines`);
+    console.log(
+      `${HTTP_CASES} requests; ${outputs.length} outputs checked, ${gw.logs.raw.length} log lines, ${receiver.spans.length} spans`,
+    );
   });
 
   test("a key beyond ASCII authenticates: its UTF-8 bytes are what the key file's digest is of", async () => {

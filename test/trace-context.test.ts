@@ -2,6 +2,7 @@
 // reaches the backend unchanged and names the request in every log line, none is invented, and
 // an invalid one goes nowhere and never fails the request.
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
 import { DEPRECATED_CALL_MSG } from "../policies/lifecycle/deprecation-report.ts";
@@ -10,9 +11,13 @@ import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/p
 import { contractBrokenForPet13 } from "./support/deprecation-page.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
-import { writeKeysFile } from "./support/keys.ts";
+import { writeKeysFile, writeKeysFileAt } from "./support/keys.ts";
 
-const { file: keysFile, keyOf } = writeKeysFile(["acme"]);
+const generated = writeKeysFile(["acme"]);
+const { file: keysFile, keyOf } = generated;
+// A key of 32 lower-case hex digits has a trace id's shape.
+const HEX_KEY = randomBytes(16).toString("hex");
+writeKeysFileAt(keysFile, [...generated.keys, { consumer: "hexco", key: HEX_KEY }]);
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const SPAN = "00f067aa0ba902b7";
 const TRACEPARENT = `00-${TRACE}-${SPAN}-01`;
@@ -49,6 +54,21 @@ describe("trace context without an exporter", () => {
     assert.equal(received?.tracestate, tracestate);
     assert.equal(lastAccessLine().trace_id, TRACE);
     assert.equal(lastAccessLine().span_id, SPAN);
+  });
+
+  test("a traceparent whose trace id is a key is dropped, and the access line says somebody tried", async () => {
+    // The request's own key, and somebody else's: either would be in every log line as trace_id.
+    for (const key of [HEX_KEY, keyOf("acme")]) {
+      const answer = await request(`${gw.url}/pets`, {
+        key,
+        headers: { traceparent: `00-${HEX_KEY}-${SPAN}-01`, tracestate: "rojo=1" },
+      });
+      assert.equal(answer.status, 200);
+      assert.equal(backend.requests.at(-1)?.headers.traceparent, undefined);
+      assert.equal(backend.requests.at(-1)?.headers.tracestate, undefined);
+      assert.equal(lastAccessLine().trace_id, undefined);
+      assert.equal(lastAccessLine().traceparentDropped, "credential");
+    }
   });
 
   test("a request without a traceparent reaches the backend without one, and is logged without ids", async () => {

@@ -80,7 +80,7 @@ export function createRequestJudge(options: RequestJudgeOptions): RequestJudge {
       );
       // Replacing a known key tells the client it is one: the operator sees that somebody tried.
       if (credentialAsId) exchange.facts.requestIdReplaced = "credential";
-      judgeTraceContext(exchange);
+      judgeTraceContext(exchange, recognizesCredential);
       return exchange;
     },
 

@@ -104,7 +104,7 @@ export const SERVER_SPAN_ATTRIBUTES: readonly AttributeRow[] = [
   {
     name: `${FACT_PREFIX}<fact>`,
     value:
-      "Each of the core's facts of the access line: `upstreamFault` (what went wrong with the backend), `aborted` (the answer was cut), `cutAtDeadline` (by the shutdown deadline), `localReply`, `policyFailed` (a policy threw: its name and phase), `requestIdReplaced`.",
+      "Each of the core's facts of the access line: `upstreamFault` (what went wrong with the backend), `aborted` (the answer was cut), `cutAtDeadline` (by the shutdown deadline), `localReply`, `policyFailed` (a policy threw: its name and phase), `requestIdReplaced` and `traceparentDropped` (`credential`: the client's request id, or its `traceparent`'s ids, held a key).",
     names: FACTS,
   },
 ];

@@ -217,7 +217,8 @@ function parentOf(exchange: CoreExchange) {
     spanId: exchange.spanId,
     traceFlags: Number.parseInt(header.slice(53, 55), 16) & 0xff,
     isRemote: true,
-    ...(typeof state === "string" ? { traceState: createTraceState(state) } : {}),
+    // The span carries it to the collector: a key a client put in it goes no further than the backend.
+    ...(typeof state === "string" ? { traceState: createTraceState(exchange.redact(state)) } : {}),
   };
   return trace.setSpanContext(ROOT_CONTEXT, parent);
 }

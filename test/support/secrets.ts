@@ -1,5 +1,6 @@
 // Where a key must never show up: log lines, error bodies, /metrics.
 import assert from "node:assert/strict";
+import type { OtlpReceiver } from "../fixtures/otlp-receiver.ts";
 import type { TestGateway } from "./gateway.ts";
 import { request } from "./http.ts";
 import { type ApiKey, sha256 } from "./keys.ts";
@@ -36,4 +37,25 @@ export function assertNoneOf(clear: readonly string[], texts: Iterable<string>, 
 export async function capturedOutputs(gw: TestGateway, answers: Iterable<string> = []): Promise<string[]> {
   const metrics = await request(`${gw.opsUrl}/metrics`);
   return [...gw.logs.raw, ...answers, metrics.body];
+}
+
+/**
+ * What a collector got from the gateway, as texts a secrets check reads: each span's name, trace
+ * state, status message, attributes, events and resource as decoded, and each export's raw bytes
+ * (a string in a protobuf body is its UTF-8 bytes as they are).
+ */
+export function spanTexts(receiver: OtlpReceiver): string[] {
+  const texts = receiver.spans.map((span) =>
+    JSON.stringify({
+      name: span.name,
+      traceId: span.traceId,
+      traceState: span.traceState,
+      status: span.statusMessage,
+      attributes: span.attributes,
+      events: span.events,
+      resource: span.resource,
+    }),
+  );
+  for (const body of receiver.bodies) texts.push(body.toString("utf8"), body.toString("latin1"));
+  return texts;
 }
