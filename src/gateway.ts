@@ -91,6 +91,10 @@ export interface Gateway {
   reload(why: string): Promise<void>;
   /** Readiness goes false and every answer from now on carries Connection: close. */
   drain(): void;
+  /**
+   * Lets go of what the gateway holds; the spans still queued are exported within what is left of
+   * server.shutdownTimeoutMs since drain() (the whole of it without a drain).
+   */
   close(): Promise<void>;
 }
 
@@ -162,6 +166,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     tracing,
   });
   let draining = false;
+  /** When the shutdown began (drain()), from which server.shutdownTimeoutMs counts. */
+  let drainedAt: number | undefined;
   const isReady = () => !draining;
   // The serving version's: a report counts from its version's start (it says since when).
   const collectReport = (path: string) => {
@@ -213,16 +219,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     drain() {
       draining = true;
+      drainedAt ??= performance.now();
       pipeline.drain();
     },
     async close() {
       pipeline.close();
-      // The spans of the last requests go out, within the shutdown's own deadline.
-      await Promise.all([
-        token?.close(),
-        versions.close(),
-        tracing?.shutdown(config.server.shutdownTimeoutMs),
-      ]);
+      // The spans of the last requests go out, within what is left of the shutdown's deadline:
+      // a collector that is slow or resets must not make the process miss it and exit 1.
+      const flushMs =
+        drainedAt === undefined
+          ? config.server.shutdownTimeoutMs
+          : drainedAt + config.server.shutdownTimeoutMs - performance.now() - EXIT_MARGIN_MS;
+      await Promise.all([token?.close(), versions.close(), tracing?.shutdown(Math.max(0, flushMs))]);
     },
   };
 }
@@ -238,6 +246,9 @@ const NO_TOKEN: OpsToken = {
   reload: async () => {},
   close: async () => {},
 };
+
+/** What a process needs after closing the gateway to exit before its deadline (the logs' flush). */
+const EXIT_MARGIN_MS = 500;
 
 function tracingFactory() {
   const create = loadedTracing();
