@@ -4,9 +4,12 @@
 // The ops port is the edge too: its target is read as the public port reads one, and an
 // endpoint that fails answers 500 and is logged; it never ends the process.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import Negotiator from "negotiator";
 import type { Logger } from "pino";
+import type { MetricsPart } from "./cluster/protocol.ts";
 import { type GatewayError, gatewayError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
+import { OPENMETRICS_CONTENT_TYPE, openMetricsText, PROMETHEUS_CONTENT_TYPE } from "./open-metrics.ts";
 import type { OpsToken } from "./ops-token.ts";
 import { canonicalTarget, parseQuery } from "./pipeline/canonical-request.ts";
 import type { PreparedReport } from "./policy.ts";
@@ -19,6 +22,13 @@ const READ_ONLY = gatewayError("METHOD_NOT_ALLOWED", "Ops endpoints are read-onl
 const REPORT_FAILED = gatewayError("INTERNAL_ERROR", "The report could not be collected");
 const METRICS_FAILED = gatewayError("INTERNAL_ERROR", "Metrics could not be collected");
 const ENDPOINT_FAILED = gatewayError("INTERNAL_ERROR", "The ops endpoint failed");
+// With their versions: an Accept that names one matches only that version.
+const OPENMETRICS = "application/openmetrics-text; version=1.0.0";
+/**
+ * What /metrics writes, the default first: a client that names neither (or any type, or only an
+ * older OpenMetrics) gets Prometheus text.
+ */
+const EXPOSITIONS = ["text/plain; version=0.0.4", OPENMETRICS];
 
 interface OpsRoute {
   run(res: ServerResponse, query: ReadonlyMap<string, string>, req: IncomingMessage): void | Promise<void>;
@@ -29,7 +39,8 @@ interface OpsRoute {
 export interface OpsSource {
   /** The Prometheus text exposition of every process serving requests. */
   metrics(): Promise<string>;
-  readonly contentType: string;
+  /** The same as OpenMetrics, with the exemplars (src/open-metrics.ts). */
+  openMetrics(): Promise<string>;
   /** Every serving process's part of a report (the policy's collectReports[path] in each). */
   reportParts(path: string): Promise<unknown[]>;
 }
@@ -91,7 +102,8 @@ const INVALID_TOKEN = gatewayError("INVALID_OPS_TOKEN", undefined, {
 export function localOpsSource(metrics: Metrics, collectReport: (path: string) => unknown): OpsSource {
   return {
     metrics: () => metrics.registry.metrics(),
-    contentType: metrics.registry.contentType,
+    openMetrics: async () =>
+      openMetricsText([(await metrics.registry.getMetricsAsJSON()) as unknown as MetricsPart]),
     reportParts: async (path) => [await collectReport(path)],
   };
 }
@@ -129,9 +141,17 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
   });
   routes.set("/metrics", {
     failure: METRICS_FAILED,
-    run: async (res) => {
+    run: async (res, _query, req) => {
       await heavyStep();
-      sendOwnAnswer(res, 200, { "content-type": source.contentType }, await source.metrics());
+      // Prometheus text unless the scraper prefers OpenMetrics (Prometheus does, for exemplars).
+      const open = new Negotiator({ headers: req.headers }).mediaType(EXPOSITIONS) === OPENMETRICS;
+      const text = open ? await source.openMetrics() : await source.metrics();
+      sendOwnAnswer(
+        res,
+        200,
+        { "content-type": open ? OPENMETRICS_CONTENT_TYPE : PROMETHEUS_CONTENT_TYPE, vary: "accept" },
+        text,
+      );
     },
   });
   // What this port serves, for whoever finds it without the docs.

@@ -3,6 +3,7 @@
 // the attributes docs/tracing.md lists and no key anywhere in what the collector got. Both
 // encodings the gateway offers, each decoded as a collector does (test/fixtures/otlp-receiver.ts).
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { after, afterEach, before, describe, test } from "node:test";
 import {
   CLIENT_SPAN_ATTRIBUTES,
@@ -18,12 +19,15 @@ import { eventually } from "./support/eventually.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
-import { sampleValue, scrape } from "./support/metrics.ts";
+import { parsePrometheus, sampleValue, scrape } from "./support/metrics.ts";
 
 const { file: keysFile, keyOf } = writeKeysFile(["acme"]);
 const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN = "00f067aa0ba902b7";
 const SERVER = 2;
+/** What Prometheus 2.x sends when it scrapes. */
+const PROMETHEUS_ACCEPT =
+  "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 const CLIENT = 3;
 
 // The two suites wait on their exports side by side.
@@ -151,6 +155,34 @@ function exportSuite(protocol: OtlpProtocol) {
       // The same note on the access line, where a log search finds it.
       const notes = gw.logs.messages("request").at(-1)?.notes as Record<string, unknown> | undefined;
       assert.equal(notes?.daysToSunset, noted);
+    });
+
+    test("a scrape asking for OpenMetrics finds the request's trace id as the exemplar of its duration", async () => {
+      const trace = randomBytes(16).toString("hex");
+      const answer = await request(`${gw.url}/pets`, {
+        key: keyOf("acme"),
+        headers: { traceparent: `00-${trace}-${CLIENT_SPAN}-01` },
+      });
+      assert.equal(answer.status, 200);
+      const open = await request(`${gw.opsUrl}/metrics`, {
+        headers: { accept: PROMETHEUS_ACCEPT },
+      });
+      assert.match(String(open.headers["content-type"]), /^application\/openmetrics-text; version=1\.0\.0/);
+      assert.match(open.body, /# EOF\n$/);
+      // The newest request of its series and bucket: its trace id, its duration, within the bucket.
+      const line = open.body.split("\n").find((text) => text.includes(`{trace_id="${trace}"}`));
+      assert.ok(line, "an exemplar with the request's trace id");
+      const [, le, seconds] =
+        /^http_server_request_duration_seconds_bucket\{le="([^"]+)",operation="listPets",http_request_method="GET",http_response_status_code="200"\} \d+ # \{trace_id="[0-9a-f]{32}"\} (\S+) \S+$/.exec(
+          line,
+        ) ?? [];
+      assert.ok(Number(seconds) > 0 && Number(seconds) <= Number(le), line);
+      // A scraper that does not ask gets Prometheus text, counters named as before.
+      const text = await request(`${gw.opsUrl}/metrics`);
+      assert.match(String(text.headers["content-type"]), /^text\/plain; version=0\.0\.4/);
+      assert.doesNotMatch(text.body, /# \{/);
+      assert.ok(sampleValue(parsePrometheus(text.body), "gateway_trace_spans_dropped_total") >= 0);
+      assert.match(text.body, /^gateway_trace_spans_dropped_total /m);
     });
 
     test("a collector answering 500 costs no request, and its lost spans are counted", async () => {

@@ -10,7 +10,9 @@ import { byCodePoint, code, page, table } from "./markdown.ts";
 
 const INTRO = `Every metric the gateway registers, generated from the prom-client registries the code builds: the
 core's instruments (\`src/metrics.ts\`), each policy's own, and the two of the cluster primary, which exist only with
-\`WORKERS\` > 1. They are served as Prometheus text on the ops port only, at \`GET /metrics\`; with several workers it
+\`WORKERS\` > 1. They are served on the ops port only, at \`GET /metrics\`: Prometheus text, or OpenMetrics (with the
+trace ids of traced requests as exemplars of \`http_server_request_duration_seconds\`) to a scrape that asks for it
+in its \`Accept\` header, as Prometheus does; with several workers it
 is one set of series for the whole process group, each worker's series combined as the column "Across workers" says.
 Seconds, not milliseconds; counters end in \`_total\`; every label value comes from a bounded set. prom-client's
 default metrics (\`process_*\`, \`nodejs_*\`: CPU, memory, heap, event loop lag, GC) are exported too and not listed

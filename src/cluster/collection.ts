@@ -3,6 +3,7 @@
 // died had counted, and hands the result to the ops handler as its source.
 import type { Worker } from "node:cluster";
 import { AggregatorRegistry, type Registry } from "prom-client";
+import { openMetricsText } from "../open-metrics.ts";
 import type { OpsSource, ServedReport } from "../ops.ts";
 import {
   COLLECT,
@@ -79,27 +80,30 @@ export function createGroupCollection(options: {
       }),
     );
 
+  /** Every worker's metrics, the dead ones' counts and the primary's own, as parts to merge. */
+  const allParts = async (): Promise<MetricsPart[]> => {
+    const answered = new Set<Parts>();
+    await askEach({ what: "metrics" }, (parts, part) => {
+      if (!Array.isArray(part)) return;
+      parts.metrics = part as MetricsPart;
+      answered.add(parts);
+    });
+    options.beforeScrape();
+    const all: MetricsPart[] = [...retiredMetrics];
+    for (const { parts } of options.live()) {
+      if (!parts.metrics) continue;
+      // A worker that did not answer in time is counted from what it said last, which may be
+      // from before a document reload was committed: its counters still stand, but not its
+      // word on which version serves, or a scrape would show two after the commit.
+      all.push(answered.has(parts) ? parts.metrics : parts.metrics.filter((m) => m.name !== DOCUMENT_INFO));
+    }
+    all.push((await registry.getMetricsAsJSON()) as unknown as MetricsPart);
+    return all;
+  };
+
   const source: OpsSource = {
-    contentType: registry.contentType,
-    async metrics() {
-      const answered = new Set<Parts>();
-      await askEach({ what: "metrics" }, (parts, part) => {
-        if (!Array.isArray(part)) return;
-        parts.metrics = part as MetricsPart;
-        answered.add(parts);
-      });
-      options.beforeScrape();
-      const all: MetricsPart[] = [...retiredMetrics];
-      for (const { parts } of options.live()) {
-        if (!parts.metrics) continue;
-        // A worker that did not answer in time is counted from what it said last, which may be
-        // from before a document reload was committed: its counters still stand, but not its
-        // word on which version serves, or a scrape would show two after the commit.
-        all.push(answered.has(parts) ? parts.metrics : parts.metrics.filter((m) => m.name !== DOCUMENT_INFO));
-      }
-      all.push((await registry.getMetricsAsJSON()) as unknown as MetricsPart);
-      return AggregatorRegistry.aggregate(all as MetricsPart[]).metrics();
-    },
+    metrics: async () => AggregatorRegistry.aggregate(await allParts()).metrics(),
+    openMetrics: async () => openMetricsText(await allParts()),
     async reportParts(path) {
       await askEach({ what: "report", path }, (parts, part) => {
         if (part !== undefined) parts.reports.set(path, part);

@@ -37,6 +37,7 @@ export function createObserve(
       method,
       own ? statusLabel(status) : backendStatusLabel(exchange.operation, status),
       seconds,
+      tracing?.exemplarOf(exchange),
     );
     if (rejection) metrics.observeRejection(operation, rejection.reason, rejection.code);
     let upstreamMs: number | undefined;

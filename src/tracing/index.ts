@@ -64,6 +64,8 @@ export interface Tracing {
   startServer(exchange: CoreExchange): void;
   /** The client span of the backend call, whose traceparent the backend gets. */
   startClient(exchange: CoreExchange): void;
+  /** The trace id of a request whose server span is sampled (exported): its duration's exemplar. */
+  exemplarOf(exchange: CoreExchange): string | undefined;
   /** Both spans ended, with the request's facts, once its answer is out (observe). */
   end(exchange: CoreExchange, status: number): void;
   /** Exports what is queued, within timeoutMs; never rejects. */
@@ -80,6 +82,7 @@ export interface TracingOptions {
 
 const TRACER_NAME = "petstore-gateway";
 const MAX_ATTRIBUTE_CHARS = 256;
+const SAMPLED = 1;
 
 export function createTracing(settings: TracingSettings, options: TracingOptions): Tracing {
   const provider = new TracerProvider({
@@ -127,6 +130,13 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
       spans.client = client;
       // The backend's parent is the gateway's client span; the client's tracestate goes on as it was.
       exchange.req.headers.traceparent = traceparentOf(client.spanContext());
+    },
+
+    exemplarOf(exchange) {
+      const server = exchange.spans?.server;
+      return server !== undefined && (server.spanContext().traceFlags & SAMPLED) !== 0
+        ? exchange.traceId
+        : undefined;
     },
 
     end(exchange, status) {

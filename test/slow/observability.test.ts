@@ -409,7 +409,7 @@ describe("request ids, secrets and bounded labels", () => {
     // A source that fails as the cluster's does when a worker does not answer the primary in time.
     const failing: OpsSource = {
       metrics: () => Promise.reject(new Error("a worker did not answer")),
-      contentType: "text/plain",
+      openMetrics: () => Promise.reject(new Error("a worker did not answer")),
       reportParts: () => Promise.reject(new Error("a worker did not answer")),
     };
     const report: ServedReport = { merge: () => ({}), render: () => {} };
