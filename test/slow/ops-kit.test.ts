@@ -18,6 +18,7 @@ import { primaryMetrics } from "../../src/cluster/primary.ts";
 import { validateConfig } from "../../src/config.ts";
 import type { GatewayConfig } from "../../src/config-schema.ts";
 import { createMetrics } from "../../src/metrics.ts";
+import { isListedAttribute, OPERATION_ID, SERVER_SPAN_ATTRIBUTES } from "../../src/tracing/attributes.ts";
 import { parsePrometheus } from "../support/metrics.ts";
 import { findProgram } from "../support/processes.ts";
 import { PROJECT_ROOT } from "../support/program.ts";
@@ -567,12 +568,13 @@ describe("deploy/grafana/petstore-gateway.json", () => {
   interface Panel {
     title: string;
     type: string;
-    targets?: { expr: string }[];
+    targets?: { expr: string; exemplar?: boolean }[];
     panels?: Panel[];
+    fieldConfig?: { defaults: { links?: { title: string; url: string }[] } };
   }
   const dashboard = JSON.parse(readFileSync(at("deploy/grafana/petstore-gateway.json"), "utf8")) as {
     panels: Panel[];
-    templating: { list: { name: string; query?: { query: string } | string }[] };
+    templating: { list: { name: string; type: string; query?: { query: string } | string }[] };
   };
   const panels = dashboard.panels.flatMap((panel) => [panel, ...(panel.panels ?? [])]);
   const queries = panels.flatMap((panel) =>
@@ -598,6 +600,35 @@ describe("deploy/grafana/petstore-gateway.json", () => {
       .filter((query): query is string => query?.startsWith("label_values(") === true)
       .map((query) => concrete(/^label_values\((.*),\s*\w+\)$/.exec(query)?.[1] ?? ""));
     assert.deepEqual(unknownNames(variableQueries), []);
+  });
+
+  test("the request-latency panels show exemplars and link to the traces of their operation", () => {
+    const latency = panels.filter((panel) =>
+      (panel.targets ?? []).some((target) =>
+        target.expr.includes("http_server_request_duration_seconds_bucket"),
+      ),
+    );
+    assert.ok(latency.length >= 2, latency.map((panel) => panel.title).join(", "));
+    const traces = dashboard.templating.list.find((variable) => variable.name === "traces");
+    assert.deepEqual([traces?.type, traces?.query], ["datasource", "tempo"]);
+    for (const panel of latency) {
+      for (const target of panel.targets ?? []) assert.equal(target.exemplar, true, panel.title);
+      const links = panel.fieldConfig?.defaults.links ?? [];
+      assert.equal(links.length, 1, panel.title);
+      const url = decodeURIComponent(links[0]?.url ?? "");
+      const left = JSON.parse(url.slice(url.indexOf("left=") + "left=".length)) as {
+        datasource: string;
+        queries: { queryType: string; query: string }[];
+      };
+      // Grafana's variable, as the dashboard writes it.
+      assert.equal(left.datasource, ["$", "{traces}"].join(""));
+      // TraceQL on an attribute the gateway really sets on its server spans.
+      const query = left.queries[0]?.query ?? "";
+      assert.equal(left.queries[0]?.queryType, "traceql");
+      const attribute = /span\.([\w.]+) = "\$\{__field\.labels\.operation:percentencode\}"/.exec(query)?.[1];
+      assert.ok(attribute && isListedAttribute(attribute, SERVER_SPAN_ATTRIBUTES), query);
+      assert.equal(attribute, OPERATION_ID);
+    }
   });
 
   test("its queries, with the variables replaced, pass promtool check rules", { skip: noPromtool }, () => {
