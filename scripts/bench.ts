@@ -3,6 +3,8 @@
 //
 //   npm run bench                 # the full run, under five minutes
 //   npm run bench -- --quick      # about a minute
+//   npm run bench -- --only tracing   # tracing off, at 0.01 and at 1.0 on list20, each exporting to a
+//                                     # live receiver; VOID unless every traced request's spans arrived
 //   npm run bench -- --profile    # gateway and bare proxy under --cpu-prof; prints the hot spots
 //                                 # (--only rate: at the fixed rate instead)
 //                                 # (--baseline bare-check: against the proxy that only checks answers;
@@ -29,7 +31,8 @@
 // 1,000 decisions/s (open loop) through nginx-decision and reads the decision's p99 from its own
 // access lines.
 // Other flags: --rounds N --duration S --connections N --rate N --loader wrk|autocannon
-// --backend static|demo --no-nginx --only list20,list100,create,getPet,keys,patterns,rate,decision-rate,rss
+// --backend static|demo --no-nginx --only list20,list100,create,getPet,keys,patterns,rate,decision-rate,rss,tracing
+// (tracing only when named)
 // --compare GIT_REF: also runs the gateway as it was at GIT_REF, as one more target in the same
 // rounds, so that a change to the gateway is measured against its predecessor on equal terms.
 // --compare-flags="NODE FLAGS": the same, for the gateway of this tree started with other Node
@@ -48,6 +51,7 @@ import {
   ALL_SCENARIOS,
   ALL_TARGETS,
   type Baseline,
+  DEFAULT_SCENARIOS,
   type Options,
   PRESETS,
   ROOT,
@@ -57,7 +61,7 @@ import { main } from "./bench/main.ts";
 import { shutDown } from "./bench/processes.ts";
 
 const USAGE = `usage: npm run bench -- [--quick] [--profile [--baseline bare|bare-check|bare-must]]
-  [--only list20,list100,create,getPet,keys,patterns,rate,decision-rate,rss]
+  [--only list20,list100,create,getPet,keys,patterns,rate,decision-rate,rss,tracing]
   [--targets direct,nginx,bare,bare-check,bare-must,bare-undici,must-undici,fastify,gateway,gateway-report-0.1,gateway-nocontract,nginx-decision,nginx-check,compare]
   [--compare GIT_REF | --compare-flags="NODE FLAGS"] [--rounds N] [--duration S] [--connections N] [--rate N]
   [--loader wrk|autocannon] [--backend static|demo] [--no-nginx]
@@ -116,7 +120,7 @@ const settings: Settings = {
   connections: positive("connections", flags.connections, preset.connections),
   rate: positive("rate", flags.rate, preset.rate),
 };
-const only = new Set<string>(flags.only ? flags.only.split(",") : ALL_SCENARIOS);
+const only = new Set<string>(flags.only ? flags.only.split(",") : DEFAULT_SCENARIOS);
 for (const id of only) {
   if (!(ALL_SCENARIOS as readonly string[]).includes(id)) refuseOption(`--only: unknown scenario ${id}`);
 }

@@ -52,6 +52,7 @@ import {
   undiciProxyArgs,
   writeKeys,
 } from "./targets.ts";
+import { tracingScenario } from "./tracing.ts";
 
 export async function main(options: Options): Promise<void> {
   const { work } = setUpProcesses();
@@ -293,6 +294,8 @@ export async function main(options: Options): Promise<void> {
       await pair.stop();
     }
   }
+  // Tracing off, at 0.01 and at 1.0, fresh gateways each, the traced ones exporting to a receiver.
+  await run("tracing", () => tracingScenario(bench, backend.url, loadKeyFile, direct));
   let rss: RssResult | undefined;
   if (wanted(bench, "rss")) {
     process.stderr.write("rss ");

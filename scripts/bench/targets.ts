@@ -91,7 +91,9 @@ export async function startGateway(
   contract: "enforce" | "off" | "report-0.1" = "enforce",
   /** Another OpenAPI document than the bundled one (OPENAPI_FILE). */
   openapiFile?: string,
-): Promise<Target & { child: ChildProcess }> {
+  /** More environment for the gateway (the OTEL_* variables of a tracing target). */
+  env: Readonly<Record<string, string>> = {},
+): Promise<Target & { child: ChildProcess; opsOrigin: string }> {
   // Every policy on: CORS with an allowed origin (the load carries no Origin, as server-to-server
   // calls do), auth from a key file, lifecycle, limit, request validation, and the response
   // contract in enforce mode. A tree from --compare gets the settings of the policies it has.
@@ -111,6 +113,7 @@ export async function startGateway(
       UPSTREAM_URL: upstreamUrl,
       API_KEYS_FILE: keysFile,
       ...(openapiFile === undefined ? {} : { OPENAPI_FILE: openapiFile }),
+      ...env,
     },
   });
 }
@@ -133,7 +136,7 @@ export function startDecisionGateway(
   name: string,
   keysFile: string,
   logFile?: string,
-): Promise<Target & { child: ChildProcess; configFile: string }> {
+): Promise<Target & { child: ChildProcess; configFile: string; opsOrigin: string }> {
   return spawnGateway(bench, name, {
     nodeFlags: GATEWAY_NODE_FLAGS,
     root: ROOT,
@@ -155,7 +158,7 @@ async function spawnGateway(
     /** Where stdout (the access lines) goes; /dev/null when unset. */
     readonly logFile?: string;
   },
-): Promise<Target & { child: ChildProcess; configFile: string }> {
+): Promise<Target & { child: ChildProcess; configFile: string; opsOrigin: string }> {
   const [port, opsPort] = [await freePort(), await freePort()];
   const configFile = join(bench.work, `${name.replace(/[^\w.-]+/g, "_")}.json`);
   const { server, ...rest } = how.config as { server?: Record<string, unknown> };
@@ -177,7 +180,8 @@ async function spawnGateway(
       cwd: how.root,
       stdio: ["ignore", stdout, "pipe"],
       env: {
-        ...process.env,
+        // A tracing target says so itself: OTEL_* of the shell running the bench would trace them all.
+        ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("OTEL_"))),
         GATEWAY_CONFIG: configFile,
         LOG_LEVEL: "info",
         WORKERS: "1",
@@ -189,9 +193,10 @@ async function spawnGateway(
     name,
   );
   if (typeof stdout === "number") closeSync(stdout);
-  await waitFor(`http://127.0.0.1:${opsPort}/readyz`);
+  const opsOrigin = `http://127.0.0.1:${opsPort}`;
+  await waitFor(`${opsOrigin}/readyz`);
   const pid = child.pid as number;
-  return { name, origin: `http://127.0.0.1:${port}`, pids: () => [pid], child, configFile };
+  return { name, origin: `http://127.0.0.1:${port}`, pids: () => [pid], child, configFile, opsOrigin };
 }
 
 /** The tree of a git ref, unpacked next to the benchmark's other files, sharing node_modules. */
