@@ -19,6 +19,7 @@ import { validateConfig } from "../../src/config.ts";
 import type { GatewayConfig } from "../../src/config-schema.ts";
 import { createMetrics } from "../../src/metrics.ts";
 import { isListedAttribute, OPERATION_ID, SERVER_SPAN_ATTRIBUTES } from "../../src/tracing/attributes.ts";
+import { tracingSettings } from "../../src/tracing/settings.ts";
 import { parsePrometheus } from "../support/metrics.ts";
 import { findProgram } from "../support/processes.ts";
 import { PROJECT_ROOT } from "../support/program.ts";
@@ -356,6 +357,52 @@ describe("kubectl kustomize deploy/kubernetes", { skip: noKubectl }, () => {
     assert.match(value("UPSTREAM_URL"), /staging/);
     assert.equal(value("API_KEYS_FILE"), env("API_KEYS_FILE"), "the base's other settings are kept");
     assert.doesNotMatch(gateway.image, /:latest$|^[^:]+$/);
+  });
+
+  test("the tracing component: staging's pods export to a collector, as the gateway reads its variables", () => {
+    const base = ofKind(render("deploy/kubernetes"), "Deployment").spec.template.spec.containers[0];
+    assert.ok(
+      !base.env.some((entry: { name: string }) => entry.name.startsWith("OTEL_")),
+      "the base exports nothing: tracing is an overlay's choice",
+    );
+    const staging = render("deploy/kubernetes/overlays/staging");
+    const env: { name: string; value?: string; valueFrom?: Record<string, Record<string, unknown>> }[] =
+      ofKind(staging, "Deployment").spec.template.spec.containers[0].env;
+    // What the kubelet hands the process: each $(VAR) of an earlier entry expanded, the downward
+    // API's fields as a pod would have them; the optional Secret's headers left out.
+    const resolved: Record<string, string> = {};
+    for (const [index, entry] of env.entries()) {
+      const field = entry.valueFrom?.fieldRef?.fieldPath;
+      if (field !== undefined) resolved[entry.name] = `pod-${String(field).replace(/\W/g, "-")}`;
+      if (entry.value === undefined) continue;
+      resolved[entry.name] = entry.value.replaceAll(/\$\((\w+)\)/g, (_, name: string) => {
+        const earlier = env.findIndex((other) => other.name === name);
+        assert.ok(earlier !== -1 && earlier < index, `${entry.name} names $(${name}), not set above it`);
+        return resolved[name] as string;
+      });
+    }
+    const settings = tracingSettings(resolved);
+    assert.ok(settings, "tracing is on");
+    assert.equal(settings.url, "http://otel-collector.observability.svc:4318/v1/traces");
+    assert.equal(settings.protocol, "http/protobuf");
+    assert.deepEqual(settings.sampler, { kind: "parentbased", root: { kind: "traceidratio", ratio: 0.1 } });
+    assert.deepEqual(Object.keys(settings.resourceAttributes).sort(), [
+      "k8s.namespace.name",
+      "k8s.node.name",
+      "k8s.pod.name",
+    ]);
+    assert.equal(settings.resourceAttributes["k8s.pod.name"], "pod-metadata-name");
+    // The collector's credentials: from a Secret made in the cluster, which the pods do not wait for.
+    const headers = env.find((entry) => entry.name === "OTEL_EXPORTER_OTLP_HEADERS");
+    assert.deepEqual(headers?.valueFrom?.secretKeyRef, {
+      name: "petstore-gateway-otlp",
+      key: "headers",
+      optional: true,
+    });
+    assert.ok(
+      !staging.some((object) => object.metadata.name === "petstore-gateway-otlp"),
+      "no Secret in git",
+    );
   });
 
   test("the own-document overlay: every file of the document in one ConfigMap, mounted as a directory, OPENAPI_FILE in it", async () => {
