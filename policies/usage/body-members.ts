@@ -3,6 +3,9 @@
 // the schema does not name is a bit only where the schema takes any (`additionalProperties`: `*`);
 // array items are `-`; an enum member's values are bits of their own. Nothing else a client wrote
 // is kept.
+//
+// The walk follows a tree of the layout's pointers built once (MemberNode), by the member names
+// as a body writes them: a body costs a map lookup per member it holds, never a pointer's text.
 import { escapePointerToken } from "../../src/json/pointer.ts";
 
 /** How deep into a schema and a body the walk goes: deeper than the members a review names. */
@@ -17,6 +20,24 @@ export interface MemberLayout {
   readonly values: ReadonlyMap<string, ReadonlyMap<string, number>>;
   /** Pointers with members or items below them: where the walk goes on. */
   readonly containers: ReadonlySet<string>;
+  /** The same as a tree from the value itself (""), which a body is walked along. */
+  readonly root: MemberNode;
+}
+
+/** One pointer of a layout: what a body's value there may set. */
+export interface MemberNode {
+  /** The member's bit; -1 for the value itself and for array items. */
+  readonly bit: number;
+  /** Members below it by their name as JSON writes it (unescaped). */
+  readonly named: ReadonlyMap<string, MemberNode>;
+  /** Any other member (`*`), where the schema takes those. */
+  readonly other: MemberNode | undefined;
+  /** Its array's items (`-`). */
+  readonly items: MemberNode | undefined;
+  /** Whether an object here is walked into. */
+  readonly container: boolean;
+  /** An enum member's values as text -> bit. */
+  readonly values: ReadonlyMap<string, number> | undefined;
 }
 
 type Schemas = Readonly<Record<string, unknown>>;
@@ -105,38 +126,95 @@ export function memberLayout(
     }
   };
   walk(schema, "", 0);
-  return { members, values, containers };
+  return { members, values, containers, root: treeOf(members, values, containers) };
+}
+
+interface BuiltNode {
+  bit: number;
+  readonly named: Map<string, BuiltNode>;
+  other: BuiltNode | undefined;
+  items: BuiltNode | undefined;
+  container: boolean;
+  values: ReadonlyMap<string, number> | undefined;
+}
+
+/** The layout's pointers as a tree: a node per pointer, reached from its parent by the last token. */
+function treeOf(
+  members: ReadonlyMap<string, number>,
+  values: ReadonlyMap<string, ReadonlyMap<string, number>>,
+  containers: ReadonlySet<string>,
+): MemberNode {
+  const nodes = new Map<string, BuiltNode>();
+  const nodeAt = (pointer: string): BuiltNode => {
+    let node = nodes.get(pointer);
+    if (node === undefined) {
+      node = {
+        bit: -1,
+        named: new Map(),
+        other: undefined,
+        items: undefined,
+        container: false,
+        values: undefined,
+      };
+      nodes.set(pointer, node);
+    }
+    return node;
+  };
+  const parentOf = (pointer: string) => {
+    const cut = pointer.lastIndexOf("/");
+    return { parent: nodeAt(pointer.slice(0, cut)), token: pointer.slice(cut + 1) };
+  };
+  const root = nodeAt("");
+  for (const [pointer, bit] of members) {
+    const node = nodeAt(pointer);
+    node.bit = bit;
+    const { parent, token } = parentOf(pointer);
+    // A member named "*" and the members the schema does not name share the pointer, as before.
+    if (token === "*") parent.other = node;
+    parent.named.set(unescapePointerToken(token), node);
+  }
+  for (const pointer of containers) {
+    const node = nodeAt(pointer);
+    node.container = true;
+    if (pointer.endsWith("/-")) parentOf(pointer).parent.items = node;
+  }
+  for (const [pointer, bits] of values) {
+    nodeAt(pointer).values = bits;
+    if (pointer.endsWith("/-")) parentOf(pointer).parent.items = nodeAt(pointer);
+  }
+  return root;
+}
+
+function unescapePointerToken(token: string): string {
+  return token.replaceAll("~1", "/").replaceAll("~0", "~");
 }
 
 /** Sets the bit of each member (and enum value) a parsed body holds: one walk over the body. */
 export function setSentMembers(layout: MemberLayout, body: unknown, set: (bit: number) => void): void {
-  const visit = (value: unknown, pointer: string, depth: number): void => {
-    if (depth > MAX_MEMBER_DEPTH) return;
-    if (Array.isArray(value)) {
-      const at = `${pointer}/-`;
-      if (!layout.containers.has(at) && !layout.values.has(at)) return;
-      for (const item of value) visit(item, at, depth + 1);
-      return;
+  visit(layout.root, body, 0, set);
+}
+
+function visit(node: MemberNode, value: unknown, depth: number, set: (bit: number) => void): void {
+  if (depth > MAX_MEMBER_DEPTH) return;
+  if (Array.isArray(value)) {
+    const items = node.items;
+    if (items === undefined) return;
+    for (const item of value) visit(items, item, depth + 1, set);
+    return;
+  }
+  if (value !== null && typeof value === "object") {
+    if (!node.container) return;
+    const object = value as Record<string, unknown>;
+    for (const name of Object.keys(object)) {
+      const member = node.named.get(name) ?? node.other;
+      if (member === undefined) continue;
+      set(member.bit);
+      visit(member, object[name], depth + 1, set);
     }
-    if (value !== null && typeof value === "object") {
-      if (!layout.containers.has(pointer)) return;
-      for (const name of Object.keys(value)) {
-        let at = `${pointer}/${escapePointerToken(name)}`;
-        let bit = layout.members.get(at);
-        if (bit === undefined) {
-          at = `${pointer}/*`;
-          bit = layout.members.get(at);
-          if (bit === undefined) continue;
-        }
-        set(bit);
-        visit((value as Record<string, unknown>)[name], at, depth + 1);
-      }
-      return;
-    }
-    const bits = layout.values.get(pointer);
-    if (bits === undefined) return;
-    const bit = bits.get(typeof value === "string" ? value : JSON.stringify(value));
-    if (bit !== undefined) set(bit);
-  };
-  visit(body, "", 0);
+    return;
+  }
+  const bits = node.values;
+  if (bits === undefined) return;
+  const bit = bits.get(typeof value === "string" ? value : JSON.stringify(value));
+  if (bit !== undefined) set(bit);
 }

@@ -3,8 +3,9 @@
 // on the ops port (/usage, behind the ops token like every report there) and written to the logs
 // as "usage" lines, the calls since the last line, which npm run usage merges fleet-wide.
 //
-// The hot path pays two lookups and a few bit sets per request: the query's names as the client
-// sent them (before the limit policy defaults one), and the status of every answer.
+// The hot path pays a few bit sets per request: the query's names as the client sent them (before
+// the limit policy defaults one), a body's members, and the status of every answer. What each
+// operation records is laid out once (usage-memory.ts), so a request reads no pointer's text.
 import type { ServerResponse } from "node:http";
 import type { JSONSchemaType } from "ajv";
 import { ChangeReviewer, DAY_MS } from "../../src/change-review.ts";
@@ -170,6 +171,8 @@ export default definePolicy<UsageOptions>({
 
     return {
       forOperation(operation) {
+        const usage = memory.of(operation);
+        if (usage === undefined) return undefined;
         // Chosen at random per request before it is forwarded (never every n-th, which a
         // backend's periodic behaviour could line up with): only a chosen answer is held whole.
         const chosen = new WeakSet<Exchange>();
@@ -185,32 +188,33 @@ export default definePolicy<UsageOptions>({
               },
               onResponse(exchange, answer) {
                 if (answer.body === undefined || !chosen.has(exchange)) return undefined;
-                memory.receivedBody(
-                  operation,
-                  exchange.consumer ?? NO_CONSUMER,
-                  answer.status,
-                  answer.body.text(),
-                  now(),
-                );
+                usage.receivedBody(exchange.consumer ?? NO_CONSUMER, answer.status, answer.body.text());
                 return undefined;
               },
             }
           : {};
+        // Request validation runs later: the body may not be JSON, which records nothing.
+        const bodies: OperationPolicy =
+          operation.requestBody === undefined
+            ? {}
+            : {
+                onRequestBody(exchange) {
+                  if (exchange.body !== undefined)
+                    usage.sentBody(exchange.consumer ?? NO_CONSUMER, exchange.body);
+                  return undefined;
+                },
+              };
         return {
           ...answers,
+          ...bodies,
           // Before the limit policy defaults a page size: the names the client sent.
           onRequest(exchange) {
-            memory.sent(operation, exchange.consumer ?? NO_CONSUMER, exchange.query, now());
+            usage.sent(exchange.consumer ?? NO_CONSUMER, exchange.query);
             return undefined;
           },
-          // Request validation runs later: the body may not be JSON, which records nothing.
-          onRequestBody(exchange) {
-            if (exchange.body !== undefined)
-              memory.sentBody(operation, exchange.consumer ?? NO_CONSUMER, exchange.body, now());
-            return undefined;
-          },
+          // The one phase that reads the clock: a call is an answer.
           onReply(exchange, status) {
-            memory.answered(operation, exchange.consumer ?? NO_CONSUMER, status, now());
+            usage.answered(exchange.consumer ?? NO_CONSUMER, status, now());
           },
         };
       },

@@ -25,8 +25,11 @@ export type UsageRow = Omit<RecordedUsage, "lastSeen"> & {
 interface Layout {
   readonly index: number;
   readonly id: string;
-  readonly parameters: ReadonlyMap<string, number>;
-  readonly values: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  /** A query parameter's name -> its bit, and for an enum its values' bits: one lookup per name sent. */
+  readonly parameters: ReadonlyMap<
+    string,
+    { readonly bit: number; readonly values: ReadonlyMap<string, number> | undefined }
+  >;
   /** Exact statuses ("404") to their bit; ranges ("4XX") by first digit; default last. */
   readonly exact: ReadonlyMap<number, number>;
   readonly ranges: ReadonlyMap<number, number>;
@@ -50,6 +53,7 @@ interface Layout {
 
 interface Row {
   calls: number;
+  /** The first and last answers' instants (0 until the first answer). */
   first: number;
   last: number;
   /** Calls since the row was last written to the logs. */
@@ -61,78 +65,114 @@ interface Row {
 
 type ConsumerRows = (Row | undefined)[];
 
-export class UsageMemory {
-  readonly #layouts: Map<Operation, Layout>;
+/**
+ * The consumers held, least recently seen dropped past the bound. The consumer of the last
+ * request is kept aside: its next request (and the same request's next phase) finds its rows
+ * without asking the cache, which is the order the cache already holds.
+ */
+class Consumers {
   readonly #operations: number;
-  readonly #consumers: LRUCache<string, ConsumerRows>;
-  #evicted = 0;
-  readonly #since: number;
+  readonly #cache: LRUCache<string, ConsumerRows>;
+  evicted = 0;
+  #last: string | undefined;
+  #lastRows: ConsumerRows = [];
 
-  constructor(api: ApiDescription, maxConsumers: number, now: number) {
-    this.#layouts = new Map(
-      api.operations.map((operation, index) => [operation, layoutOf(operation, index, api.schemas)]),
-    );
-    this.#operations = api.operations.length;
-    this.#consumers = new LRUCache({
+  constructor(maxConsumers: number, operations: number) {
+    this.#operations = operations;
+    this.#cache = new LRUCache({
       max: maxConsumers,
       dispose: (_rows, _consumer, reason) => {
-        if (reason === "evict") this.#evicted++;
+        if (reason === "evict") this.evicted++;
       },
     });
-    this.#since = now;
   }
 
-  /** The query a consumer sent to an operation, before any policy changed it. */
-  sent(operation: Operation, consumer: string, query: ReadonlyMap<string, string>, at: number): void {
+  rowsOf(consumer: string): ConsumerRows {
+    if (consumer === this.#last) return this.#lastRows;
+    let rows = this.#cache.get(consumer);
+    if (rows === undefined) {
+      rows = new Array<Row | undefined>(this.#operations);
+      // May evict the least recently seen, never this one: it is the most recent.
+      this.#cache.set(consumer, rows);
+    }
+    this.#last = consumer;
+    this.#lastRows = rows;
+    return rows;
+  }
+
+  get size(): number {
+    return this.#cache.size;
+  }
+
+  /** Most recently seen first. */
+  entries(): [string, ConsumerRows][] {
+    return [...this.#cache.entries()];
+  }
+}
+
+/**
+ * What one operation's calls record, bound to the operation's layout once (the policy's
+ * forOperation): a request pays no lookup of its operation, and only an answer reads the clock.
+ */
+export class OperationUsage {
+  readonly #layout: Layout;
+  readonly #consumers: Consumers;
+
+  constructor(layout: Layout, consumers: Consumers) {
+    this.#layout = layout;
+    this.#consumers = consumers;
+  }
+
+  /** The query a consumer sent to the operation, before any policy changed it. */
+  sent(consumer: string, query: ReadonlyMap<string, string>): void {
     if (query.size === 0) return;
-    const layout = this.#layouts.get(operation);
-    if (layout === undefined) return;
-    const row = this.#row(layout, consumer, at);
+    const layout = this.#layout;
+    const { bits } = this.#row(consumer);
     for (const [name, value] of query) {
-      const bit = layout.parameters.get(name);
-      if (bit === undefined) continue;
-      set(row.bits, bit);
-      const valueBit = layout.values.get(name)?.get(value);
-      if (valueBit !== undefined) set(row.bits, valueBit);
+      const parameter = layout.parameters.get(name);
+      if (parameter === undefined) continue;
+      set(bits, parameter.bit);
+      const valueBit = parameter.values?.get(value);
+      if (valueBit !== undefined) set(bits, valueBit);
     }
   }
 
-  /** The JSON body a consumer sent to an operation (parsed here: not JSON, nothing is recorded). */
-  sentBody(operation: Operation, consumer: string, body: Buffer, at: number): void {
-    const layout = this.#layouts.get(operation);
-    if (layout?.body === undefined || layout.body.members.size === 0) return;
+  /** The JSON body a consumer sent to the operation (parsed here: not JSON, nothing is recorded). */
+  sentBody(consumer: string, body: Buffer): void {
+    const members = this.#layout.body;
+    if (members === undefined || members.members.size === 0) return;
     let value: unknown;
     try {
       value = JSON.parse(body.toString("utf8"));
     } catch {
       return;
     }
-    const { bits } = this.#row(layout, consumer, at);
-    setSentMembers(layout.body, value, (bit) => set(bits, bit));
+    const { bits } = this.#row(consumer);
+    setSentMembers(members, value, (bit) => set(bits, bit));
   }
 
   /** A JSON answer a consumer received, read on a sample: the members present on it. */
-  receivedBody(operation: Operation, consumer: string, status: number, text: string, at: number): void {
-    const layout = this.#layouts.get(operation);
-    const written = layout?.writtenOf(status);
-    const members = written === undefined ? undefined : layout?.answers.get(written);
-    if (layout === undefined || members === undefined) return;
+  receivedBody(consumer: string, status: number, text: string): void {
+    const layout = this.#layout;
+    const written = layout.writtenOf(status);
+    const members = written === undefined ? undefined : layout.answers.get(written);
+    if (members === undefined) return;
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch {
       return;
     }
-    const row = this.#row(layout, consumer, at);
+    const row = this.#row(consumer);
     row.sampled++;
     setSentMembers(members, value, (bit) => set(row.bits, bit));
   }
 
-  /** One answer a consumer received from an operation: a call. */
-  answered(operation: Operation, consumer: string, status: number, at: number): void {
-    const layout = this.#layouts.get(operation);
-    if (layout === undefined) return;
-    const row = this.#row(layout, consumer, at);
+  /** One answer a consumer received from the operation: a call, at `at`. */
+  answered(consumer: string, status: number, at: number): void {
+    const layout = this.#layout;
+    const row = this.#row(consumer);
+    if (row.calls === 0) row.first = at;
     row.calls++;
     row.unlogged++;
     if (at > row.last) row.last = at;
@@ -140,9 +180,51 @@ export class UsageMemory {
     if (bit !== undefined) set(row.bits, bit);
   }
 
+  #row(consumer: string): Row {
+    const rows = this.#consumers.rowsOf(consumer);
+    const index = this.#layout.index;
+    let row = rows[index];
+    if (row === undefined) {
+      row = {
+        calls: 0,
+        first: 0,
+        last: 0,
+        unlogged: 0,
+        sampled: 0,
+        bits: new Uint32Array(this.#layout.words),
+      };
+      rows[index] = row;
+    }
+    return row;
+  }
+}
+
+export class UsageMemory {
+  readonly #layouts: readonly Layout[];
+  readonly #usages: ReadonlyMap<Operation, OperationUsage>;
+  readonly #consumers: Consumers;
+  readonly #since: number;
+
+  constructor(api: ApiDescription, maxConsumers: number, now: number) {
+    this.#layouts = api.operations.map((operation, index) => layoutOf(operation, index, api.schemas));
+    this.#consumers = new Consumers(maxConsumers, api.operations.length);
+    this.#usages = new Map(
+      api.operations.map(
+        (operation, index) =>
+          [operation, new OperationUsage(this.#layouts[index] as Layout, this.#consumers)] as const,
+      ),
+    );
+    this.#since = now;
+  }
+
+  /** What calls of one operation of the description record; undefined for another's. */
+  of(operation: Operation): OperationUsage | undefined {
+    return this.#usages.get(operation);
+  }
+
   /** Consumers dropped past the bound since the start. */
   get evicted(): number {
-    return this.#evicted;
+    return this.#consumers.evicted;
   }
 
   get consumers(): number {
@@ -158,9 +240,9 @@ export class UsageMemory {
    * written to the logs, their calls counted from the last write (and marked written).
    */
   *rows(unloggedOnly = false): Generator<UsageRow> {
-    const layouts = [...this.#layouts.values()];
+    const layouts = this.#layouts;
     // The consumers as they are now: a caller may pause between rows (slices) while calls go on.
-    const consumers = [...this.#consumers.entries()];
+    const consumers = this.#consumers.entries();
     for (const [consumer, rows] of consumers) {
       for (let index = 0; index < rows.length; index++) {
         const row = rows[index];
@@ -172,20 +254,6 @@ export class UsageMemory {
         yield rowOf(layout, consumer, row, calls);
       }
     }
-  }
-
-  #row(layout: Layout, consumer: string, at: number): Row {
-    let rows = this.#consumers.get(consumer);
-    if (rows === undefined) {
-      rows = new Array<Row | undefined>(this.#operations);
-      this.#consumers.set(consumer, rows);
-    }
-    let row = rows[layout.index];
-    if (row === undefined) {
-      row = { calls: 0, first: at, last: at, unlogged: 0, sampled: 0, bits: new Uint32Array(layout.words) };
-      rows[layout.index] = row;
-    }
-    return row;
   }
 }
 
@@ -200,13 +268,15 @@ function isSet(bits: Uint32Array, bit: number): boolean {
 
 function layoutOf(operation: Operation, index: number, schemas: Readonly<Record<string, unknown>>): Layout {
   const names: Layout["names"][number][] = [];
-  const parameters = new Map<string, number>();
-  const values = new Map<string, Map<string, number>>();
+  const parameters = new Map<string, { bit: number; values: Map<string, number> | undefined }>();
   for (const parameter of operation.queryParameters.values()) {
-    parameters.set(parameter.name, names.length);
+    const bit = names.length;
     names.push({ kind: "parameter", name: parameter.name });
     const listed = parameter.schema.enum;
-    if (!Array.isArray(listed)) continue;
+    if (!Array.isArray(listed)) {
+      parameters.set(parameter.name, { bit, values: undefined });
+      continue;
+    }
     // A value arrives as text: the enum's members as the query writes them.
     const bits = new Map<string, number>();
     for (const member of listed) {
@@ -215,7 +285,7 @@ function layoutOf(operation: Operation, index: number, schemas: Readonly<Record<
       bits.set(text, names.length);
       names.push({ kind: "value", name: parameter.name, value: text });
     }
-    values.set(parameter.name, bits);
+    parameters.set(parameter.name, { bit, values: bits });
   }
   const json = operation.requestBody?.content.find((entry) => entry.json);
   const body =
@@ -261,7 +331,6 @@ function layoutOf(operation: Operation, index: number, schemas: Readonly<Record<
     index,
     id: operation.id,
     parameters,
-    values,
     exact,
     ranges,
     fallback,

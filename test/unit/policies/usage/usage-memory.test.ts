@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { mergeRows, UsageMemory } from "../../../../policies/usage/usage-memory.ts";
+import { mergeRows, type OperationUsage, UsageMemory } from "../../../../policies/usage/usage-memory.ts";
 import { loadApiDescription, type Operation } from "../../../../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../../../src/project-files.ts";
 import { loadDocument } from "../../../support/openapi-documents.ts";
@@ -19,16 +19,23 @@ const getPet = operation("getPet");
 const createPet = operation("createPet");
 const T0 = Date.parse("2026-11-24T10:00:00Z");
 
+/** What calls of `operation` record in `memory`. */
+function usageOf(memory: UsageMemory, operation: Operation): OperationUsage {
+  const usage = memory.of(operation);
+  assert.ok(usage, operation.id);
+  return usage;
+}
+
 const query = (entries: Record<string, string>) => new Map(Object.entries(entries));
 
 describe("usage memory", () => {
   test("remembers names and enum values sent and statuses received, never other values", () => {
     const memory = new UsageMemory(api, 10, T0);
-    memory.sent(listPets, "acme", query({ status: "sold", limit: "80", unknown: "x" }), T0);
-    memory.answered(listPets, "acme", 200, T0);
-    memory.sent(listPets, "acme", query({ status: "whatever" }), T0 + 1000);
-    memory.answered(listPets, "acme", 400, T0 + 1000);
-    memory.answered(getPet, "acme", 404, T0 + 2000);
+    usageOf(memory, listPets).sent("acme", query({ status: "sold", limit: "80", unknown: "x" }));
+    usageOf(memory, listPets).answered("acme", 200, T0);
+    usageOf(memory, listPets).sent("acme", query({ status: "whatever" }));
+    usageOf(memory, listPets).answered("acme", 400, T0 + 1000);
+    usageOf(memory, getPet).answered("acme", 404, T0 + 2000);
     assert.deepEqual(
       [...memory.rows()],
       [
@@ -68,7 +75,7 @@ describe("usage memory", () => {
 
   test("keeps at most maxConsumers, the least recently seen dropped and counted", () => {
     const memory = new UsageMemory(api, 2, T0);
-    for (const consumer of ["a", "b", "a", "c", "d"]) memory.answered(listPets, consumer, 200, T0);
+    for (const consumer of ["a", "b", "a", "c", "d"]) usageOf(memory, listPets).answered(consumer, 200, T0);
     assert.equal(memory.consumers, 2);
     assert.equal(memory.evicted, 2);
     assert.deepEqual(
@@ -79,14 +86,14 @@ describe("usage memory", () => {
 
   test("the rows for the logs count the calls since the last time, once", () => {
     const memory = new UsageMemory(api, 10, T0);
-    memory.answered(listPets, "acme", 200, T0);
-    memory.answered(listPets, "acme", 200, T0);
+    usageOf(memory, listPets).answered("acme", 200, T0);
+    usageOf(memory, listPets).answered("acme", 200, T0);
     assert.deepEqual(
       [...memory.rows(true)].map((row) => row.calls),
       [2],
     );
     assert.deepEqual([...memory.rows(true)], []);
-    memory.answered(listPets, "acme", 200, T0);
+    usageOf(memory, listPets).answered("acme", 200, T0);
     assert.deepEqual(
       [...memory.rows(true)].map((row) => row.calls),
       [1],
@@ -100,10 +107,10 @@ describe("usage memory", () => {
   test("rows of several processes merge: calls summed, names united, the widest span", () => {
     const a = new UsageMemory(api, 10, T0);
     const b = new UsageMemory(api, 10, T0);
-    a.sent(listPets, "acme", query({ status: "sold" }), T0);
-    a.answered(listPets, "acme", 200, T0);
-    b.sent(listPets, "acme", query({ status: "pending", limit: "5" }), T0 + 5000);
-    b.answered(listPets, "acme", 401, T0 + 5000);
+    usageOf(a, listPets).sent("acme", query({ status: "sold" }));
+    usageOf(a, listPets).answered("acme", 200, T0);
+    usageOf(b, listPets).sent("acme", query({ status: "pending", limit: "5" }));
+    usageOf(b, listPets).answered("acme", 401, T0 + 5000);
     const [merged, ...rest] = mergeRows([...a.rows(), ...b.rows()]);
     assert.deepEqual(rest, []);
     assert.deepEqual(merged, {
@@ -125,9 +132,9 @@ describe("usage memory", () => {
   test("remembers the request-body members sent as pointers into the schema, and enum members' values", () => {
     const memory = new UsageMemory(api, 10, T0);
     const body = { name: "Rex", categoryId: 2, status: "sold", extra: { deep: "x" } };
-    memory.sentBody(createPet, "acme", Buffer.from(JSON.stringify(body)), T0);
-    memory.sentBody(createPet, "acme", Buffer.from("not json"), T0);
-    memory.answered(createPet, "acme", 201, T0);
+    usageOf(memory, createPet).sentBody("acme", Buffer.from(JSON.stringify(body)));
+    usageOf(memory, createPet).sentBody("acme", Buffer.from("not json"));
+    usageOf(memory, createPet).answered("acme", 201, T0);
     const [row] = [...memory.rows()];
     assert.deepEqual(row?.members, ["/name", "/categoryId", "/status"]);
     assert.deepEqual(row?.memberValues, { "/status": ["sold"] });
@@ -153,8 +160,8 @@ describe("usage memory", () => {
       tags: [{ label: "a" }, { label: "zzz" }],
       attributes: { colour: "red", size: "s" },
     };
-    memory.sentBody(create, "acme", Buffer.from(JSON.stringify(body)), T0);
-    memory.answered(create, "acme", 201, T0);
+    usageOf(memory, create).sentBody("acme", Buffer.from(JSON.stringify(body)));
+    usageOf(memory, create).answered("acme", 201, T0);
     const [row] = [...memory.rows()];
     assert.deepEqual(row?.members, ["/name", "/tags", "/tags/-/label", "/attributes", "/attributes/*"]);
     assert.deepEqual(row?.memberValues, { "/tags/-/label": ["a"] });
@@ -163,9 +170,9 @@ describe("usage memory", () => {
   test("the members present on a sampled answer, as pointers into its schema, by the response as written", () => {
     const memory = new UsageMemory(api, 10, T0);
     const page = [{ id: 1, name: "Rex", categoryId: 2, unknown: "x" }];
-    memory.receivedBody(listPets, "acme", 200, JSON.stringify(page), T0);
-    memory.receivedBody(listPets, "acme", 200, "not json", T0);
-    memory.answered(listPets, "acme", 200, T0);
+    usageOf(memory, listPets).receivedBody("acme", 200, JSON.stringify(page));
+    usageOf(memory, listPets).receivedBody("acme", 200, "not json");
+    usageOf(memory, listPets).answered("acme", 200, T0);
     const [row] = [...memory.rows()];
     assert.equal(row?.sampled, 1);
     assert.deepEqual(row?.answerMembers, { "200": ["/-/id", "/-/name", "/-/categoryId"] });
