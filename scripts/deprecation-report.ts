@@ -8,8 +8,6 @@
 //
 // --output, not `> file`: npm prints its own banner on stdout before the script runs, so a
 // redirect without `-s` put "> petstore-gateway@… deprecation-report" at the top of the page.
-import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import policies from "../policies/index.ts";
 import { DailyCalls, LogSpan, lineTime, recordLogLine } from "../policies/lifecycle/deprecation-log-lines.ts";
@@ -25,6 +23,7 @@ import lifecycle, { deprecationFacts, readLifecycle } from "../policies/lifecycl
 import responseContract from "../policies/response-contract/index.ts";
 import { ViolationTally } from "../policies/response-contract/violation-log-lines.ts";
 import { loadConfigForCommand } from "../src/config.ts";
+import { LogLineReader, logChunks, skippedLinesText } from "../src/log-lines.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 import { optionsOf } from "../src/policy-registry.ts";
 import { fromUserDirectory } from "../src/project-files.ts";
@@ -32,7 +31,8 @@ import { writeFileAtomically } from "../src/write-file-atomically.ts";
 
 const USAGE = `usage: deprecation-report [--format json|csv|html] [--output <file>] [--now <ISO date>] [--max-callers <n>] [--openapi <file>] [--config <file>] [file ...]
 Reads gateway log lines (JSON, one per line; a prefix before the JSON is ignored) from the files
-or, without any (or with -), from stdin, and prints who called each deprecated operation.
+or, without any (or with -), from stdin, and prints who called each deprecated operation. A line
+longer than 64 KiB is not the gateway's: it is skipped, unread, and counted on stderr.
   --format      json (default), csv, or html: one self-contained page for the API owner
   --output      write the report to this file (whole or not at all: a temporary file beside it,
                 renamed over it) instead of stdout, which npm's own banner shares
@@ -99,9 +99,10 @@ async function main(): Promise<number> {
   let lines = 0;
   let calls = 0;
   const sources = positionals.length === 0 ? ["-"] : positionals;
+  const reader = new LogLineReader();
   for (const source of sources) {
-    const input = source === "-" ? process.stdin : createReadStream(fromUserDirectory(source));
-    for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+    const input = logChunks(source === "-" ? source : fromUserDirectory(source));
+    for await (const line of reader.lines(input)) {
       lines++;
       const written = lineTime(line);
       if (written !== undefined) {
@@ -121,7 +122,7 @@ async function main(): Promise<number> {
     const logs = span.view();
     body = renderDeprecationPage({
       report: await pageReport(report, { days: quietDays, asOf: quietAsOf(report.generatedAt, logs) }),
-      scope: { kind: "fleet", logLines: lines, logs },
+      scope: { kind: "fleet", logLines: lines, skippedLines: reader.skipped, logs },
       ...(daily && { daily: daily.view() }),
       // As many recent kinds per operation as /contract/violations keeps.
       ...(violations && {
@@ -140,8 +141,9 @@ async function main(): Promise<number> {
       return 1;
     }
   }
+  const skipped = reader.skipped === 0 ? "" : `; ${skippedLinesText(reader.skipped)}`;
   process.stderr.write(
-    `deprecation-report: ${calls} deprecated calls in ${lines} log lines${output === undefined ? "" : `, written to ${output}`}\n`,
+    `deprecation-report: ${calls} deprecated calls in ${lines} log lines${skipped}${output === undefined ? "" : `, written to ${output}`}\n`,
   );
   return 0;
 }

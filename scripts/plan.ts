@@ -9,9 +9,7 @@
 // a candidate, and from the access lines of --logs, which consumers each breaking change hits.
 //
 //   npm run plan -- --against candidate.json --logs gateway.log --days 7 --format markdown
-import { createReadStream } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import policies from "../policies/index.ts";
 import { usageRowOf } from "../policies/usage/usage-log-lines.ts";
@@ -19,6 +17,7 @@ import { ChangeReviewer, reviewExitCode } from "../src/change-review.ts";
 import { reviewJson, reviewMarkdown, reviewText } from "../src/change-review-text.ts";
 import { loadConfigForCommand } from "../src/config.ts";
 import { diffDocuments } from "../src/document-diff.ts";
+import { LogLineReader, logChunks } from "../src/log-lines.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 import { planForCommand } from "../src/plan.ts";
 import { planJson, planText } from "../src/plan-text.ts";
@@ -45,7 +44,8 @@ config's) and the candidate, breaking ones first, each breaking one with the con
 logged calls it breaks. Exits 0 when nothing used breaks, 1 when something used breaks (or
 something breaks and no --logs were given), 2 when a document or a log file cannot be read.
   --against        the candidate OpenAPI description
-  --logs           gateway log files (JSON lines; - for stdin); more files may follow as arguments
+  --logs           gateway log files (JSON lines; - for stdin); more files may follow as arguments;
+                   a line longer than 64 KiB is skipped, unread, and counted
   --days           the days of logs before --now that count (default ${DEFAULT_DAYS})
   --max-consumers  consumers kept per breaking change, the least recently seen forgotten past it
                    and counted (default ${DEFAULT_MAX_CONSUMERS})
@@ -142,11 +142,12 @@ async function review(values: Values, positionals: readonly string[]): Promise<n
     return 2;
   }
   const sources = [...(values.logs ?? []), ...positionals];
+  const reader = new LogLineReader();
   for (const source of sources) {
     reviewer.markLogsGiven();
-    const input = source === "-" ? process.stdin : createReadStream(fromUserDirectory(source));
+    const input = logChunks(source === "-" ? source : fromUserDirectory(source));
     try {
-      for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+      for await (const line of reader.lines(input)) {
         // A usage line (policies/usage) says a consumer's use in one line; others may be access lines.
         const usage = usageRowOf(line);
         if (usage === undefined) reviewer.readLine(line);
@@ -157,6 +158,7 @@ async function review(values: Values, positionals: readonly string[]): Promise<n
       return 2;
     }
   }
+  reviewer.skippedLines(reader.skipped);
   const result = reviewer.review();
   process.stdout.write(
     format === "json"

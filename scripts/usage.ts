@@ -4,10 +4,9 @@
 //
 //   kubectl logs -l app.kubernetes.io/name=petstore-gateway --tail=-1 --since=168h | npm run -s usage
 //   npm run usage -- gateway.log [more.log ...] --output usage.json
-import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { UsageTally } from "../policies/usage/usage-log-lines.ts";
+import { LogLineReader, logChunks, skippedLinesText } from "../src/log-lines.ts";
 import { fromUserDirectory } from "../src/project-files.ts";
 import { writeFileAtomically } from "../src/write-file-atomically.ts";
 
@@ -18,6 +17,7 @@ const USAGE = `usage: usage [--output <file>] [--max-rows <n>] [file ...]
 Reads gateway log lines (JSON, one per line; a prefix before the JSON is ignored) from the files
 or, without any (or with -), from stdin, and prints, as JSON, per consumer and operation: the
 calls, first and last seen, the query parameters and enum values sent and the statuses received.
+A line longer than 64 KiB is not the gateway's: it is skipped, unread, and counted (skippedLines).
   --output    write to this file (whole or not at all) instead of stdout
   --max-rows  (consumer, operation) rows kept, the least recently read dropped past it and
               counted as forgotten (default ${DEFAULT_MAX_ROWS})`;
@@ -43,10 +43,11 @@ async function main(): Promise<number> {
   const tally = new UsageTally(maxRows);
   let lines = 0;
   let usageLines = 0;
+  const reader = new LogLineReader();
   for (const source of positionals.length === 0 ? ["-"] : positionals) {
-    const input = source === "-" ? process.stdin : createReadStream(fromUserDirectory(source));
+    const input = logChunks(source === "-" ? source : fromUserDirectory(source));
     try {
-      for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
+      for await (const line of reader.lines(input)) {
         lines++;
         if (tally.readLine(line)) usageLines++;
       }
@@ -55,10 +56,12 @@ async function main(): Promise<number> {
       return 2;
     }
   }
-  const body = `${JSON.stringify({ lines, usageLines, forgotten: tally.forgotten, rows: tally.rows() }, null, 2)}\n`;
+  const skippedLines = reader.skipped;
+  const body = `${JSON.stringify({ lines, skippedLines, usageLines, forgotten: tally.forgotten, rows: tally.rows() }, null, 2)}\n`;
   if (values.output === undefined) process.stdout.write(body);
   else await writeFileAtomically(fromUserDirectory(values.output), body);
-  process.stderr.write(`usage: ${usageLines} usage lines in ${lines} log lines\n`);
+  const skipped = skippedLines === 0 ? "" : `; ${skippedLinesText(skippedLines)}`;
+  process.stderr.write(`usage: ${usageLines} usage lines in ${lines} log lines${skipped}\n`);
   return 0;
 }
 

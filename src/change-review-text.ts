@@ -2,6 +2,7 @@
 // read it (JSON). Names come from documents and consumers from log lines, which others wrote: no
 // control character of theirs reaches a terminal, and none of their text is Markdown to a renderer.
 import { type ChangeReview, DAY_MS, type ReviewedChange, reviewExitCode } from "./change-review.ts";
+import { skippedLinesText } from "./log-lines.ts";
 import { terminalSafeJson, withoutTerminalControls } from "./terminal-text.ts";
 
 const count = (n: number) => n.toLocaleString("en-US");
@@ -38,7 +39,8 @@ function logsLine(review: ChangeReview): string {
     logs.calls === 0 && logs.usageLines > 0
       ? plural(logs.usageLines, "usage line")
       : plural(logs.calls, "call");
-  return `logs: ${plural(logs.lines, "line")}, ${read} in the ${count(review.days)} days to ${day(review.now)}${span}`;
+  const skipped = logs.skippedLines === 0 ? "" : ` (${skippedLinesText(logs.skippedLines)})`;
+  return `logs: ${plural(logs.lines, "line")}${skipped}, ${read} in the ${count(review.days)} days to ${day(review.now)}${span}`;
 }
 
 /** What the logs say about one breaking change, one line per consumer. */

@@ -89,6 +89,8 @@ export interface ChangeReview {
   readonly logs:
     | {
         readonly lines: number;
+        /** Lines too long to be the gateway's, skipped unread (src/log-lines.ts). */
+        readonly skippedLines: number;
         /** Access lines within the window. */
         readonly calls: number;
         /** Usage lines within the window (read for the review when no access line is). */
@@ -169,6 +171,7 @@ export class ChangeReviewer {
   readonly #probes: (Probe | undefined)[];
   readonly #since: number;
   #lines = 0;
+  #skippedLines = 0;
   #calls = 0;
   #usageLines = 0;
   #from = Number.POSITIVE_INFINITY;
@@ -240,6 +243,11 @@ export class ChangeReviewer {
     }
   }
 
+  /** Lines the reader skipped unread, too long to be the gateway's: said, so that none is lost silently. */
+  skippedLines(count: number): void {
+    this.#skippedLines += count;
+  }
+
   /** Logs were given (even empty ones): the review says who, not only what. */
   markLogsGiven(): void {
     this.#read = true;
@@ -269,6 +277,7 @@ export class ChangeReviewer {
       logs: this.#read
         ? {
             lines: this.#lines,
+            skippedLines: this.#skippedLines,
             calls: this.#calls,
             usageLines: this.#usageLines,
             from: this.#from > this.#to ? undefined : this.#from,

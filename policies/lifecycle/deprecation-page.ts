@@ -6,6 +6,7 @@
 // hash, bars drawn as inline SVG. Every text that came from a client or a backend (consumer
 // names, user agents, excerpts) is escaped where it is written, attribute or text alike.
 import { createHash } from "node:crypto";
+import { skippedLinesText } from "../../src/log-lines.ts";
 import { redactKeys } from "../../src/redaction.ts";
 import { type Slices, slices } from "../../src/slices.ts";
 import { DAYS_SHOWN, type DailyCallsView } from "./deprecation-log-lines.ts";
@@ -176,6 +177,8 @@ export type PageScope =
   | {
       readonly kind: "fleet";
       readonly logLines: number;
+      /** Lines too long to be the gateway's, skipped unread (src/log-lines.ts). */
+      readonly skippedLines?: number;
       readonly logs?: { readonly from: string; readonly to: string } | undefined;
     }
   /** The ops port: one replica's in-memory figures since it started counting. */
@@ -268,7 +271,7 @@ function scopeText(page: DeprecationPage): string {
   instants.sort();
   const lines = `${scope.logLines} log ${plural(scope.logLines, "line")}${
     scope.logs === undefined ? "" : ` from ${time(scope.logs.from)} to ${time(scope.logs.to)}`
-  }`;
+  }${scope.skippedLines ? ` (${skippedLinesText(scope.skippedLines)})` : ""}`;
   const from = instants[0];
   const to = instants.at(-1);
   if (from === undefined || to === undefined)

@@ -224,6 +224,7 @@ describe("reading the logs", () => {
     const review = reviewAfter(() => {});
     assert.deepEqual(review.logs, {
       lines: LOG_LINES.length,
+      skippedLines: 0,
       calls: 10,
       usageLines: 0,
       from: Date.parse("2026-11-20T08:00:00Z"),
