@@ -16,7 +16,7 @@ import { usageRowOf } from "../policies/usage/usage-log-lines.ts";
 import { ChangeReviewer, reviewExitCode } from "../src/change-review.ts";
 import { reviewJson, reviewMarkdown, reviewText } from "../src/change-review-text.ts";
 import { loadConfigForCommand } from "../src/config.ts";
-import { diffDocuments } from "../src/document-diff.ts";
+import { compareDocuments } from "../src/document-diff.ts";
 import { LogLineReader, logChunks } from "../src/log-lines.ts";
 import { loadApiDescription } from "../src/openapi.ts";
 import { planForCommand } from "../src/plan.ts";
@@ -131,7 +131,8 @@ async function review(values: Values, positionals: readonly string[]): Promise<n
     reviewer = new ChangeReviewer({
       running: { name: shown(running), api },
       candidate: { name: shown(fromUserDirectory(against)), api: candidate },
-      differences: diffDocuments(api, candidate),
+      // With the running config: a sunset it gives is compared too.
+      differences: compareDocuments(api, candidate, { policies, options: config.policies }),
       now,
       days,
       maxConsumers,

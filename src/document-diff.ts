@@ -13,6 +13,7 @@
 import { escapePointerToken } from "./json/pointer.ts";
 import type { ApiDescription, Operation, ParameterSpec } from "./openapi.ts";
 import type { SecurityScheme } from "./openapi-security.ts";
+import type { AnyPolicyDefinition } from "./policy-registry.ts";
 
 export type Direction = "request" | "response";
 
@@ -80,8 +81,6 @@ export interface DocumentDifference {
 
 /** How far into nested schemas the comparison goes: deeper than any real document, and a bound on the work. */
 const MAX_DEPTH = 32;
-/** The extension that dates a deprecation (the lifecycle policy reads it; here only its sunset is compared). */
-const DEPRECATION_EXTENSION = "x-gateway-deprecation";
 
 type Schema = Readonly<Record<string, unknown>>;
 type Schemas = Readonly<Record<string, unknown>>;
@@ -92,7 +91,41 @@ interface Where {
   readonly direction: Direction;
 }
 
-/** Every difference from `running` to `candidate`: breaking ones first, then in the documents' order. */
+/**
+ * Every difference a reload and the change review judge: the documents' own (diffDocuments) and
+ * what each policy's options show (PolicyDefinition.compareDocuments: a sunset the config gives),
+ * breaking ones first.
+ */
+export function compareDocuments(
+  running: ApiDescription,
+  candidate: ApiDescription,
+  setting: {
+    readonly policies: readonly AnyPolicyDefinition[];
+    readonly options: Readonly<Record<string, unknown>>;
+  },
+): DocumentDifference[] {
+  const found = [
+    ...diffDocuments(running, candidate),
+    ...setting.policies.flatMap(
+      (definition) =>
+        definition.compareDocuments?.(setting.options[definition.name], running, candidate) ?? [],
+    ),
+  ];
+  return breakingFirst(found);
+}
+
+/** Stable: within each group, the order found. */
+function breakingFirst(found: readonly DocumentDifference[]): DocumentDifference[] {
+  return [
+    ...found.filter((d) => d.weakensSecurity || d.breaking),
+    ...found.filter((d) => !(d.weakensSecurity || d.breaking)),
+  ];
+}
+
+/**
+ * Every difference the two documents' text shows from `running` to `candidate`: breaking ones
+ * first, then in the documents' order. What a policy's options add is compareDocuments'.
+ */
 export function diffDocuments(running: ApiDescription, candidate: ApiDescription): DocumentDifference[] {
   const found: DocumentDifference[] = [];
   const add = (
@@ -173,11 +206,7 @@ export function diffDocuments(running: ApiDescription, candidate: ApiDescription
       `adds ${keyOf(added)} (${added.id})`,
     );
   }
-  // Stable: within each group, the documents' order.
-  return [
-    ...found.filter((d) => d.weakensSecurity || d.breaking),
-    ...found.filter((d) => !(d.weakensSecurity || d.breaking)),
-  ];
+  return breakingFirst(found);
 }
 
 type Add = (
@@ -377,44 +406,13 @@ function diffOperation(
   }
 }
 
+// Only the mark: the dates (x-gateway-deprecation, or the config's) are the lifecycle policy's to
+// compare (policies/lifecycle/changes.ts), since the config may give them.
 function diffLifecycle(old: Operation, now: Operation, add: Add): void {
   if (!old.deprecated && now.deprecated)
     add("deprecated", false, "request", old, undefined, undefined, "becomes deprecated");
   if (old.deprecated && !now.deprecated)
     add("undeprecated", false, "request", old, undefined, undefined, "is no longer deprecated");
-  const before = sunsetOf(old);
-  const after = sunsetOf(now);
-  if (after === undefined) return;
-  if (before === undefined || after < before) {
-    const was = before === undefined ? "none" : new Date(before).toISOString();
-    add(
-      "sunset-earlier",
-      true,
-      "request",
-      old,
-      undefined,
-      undefined,
-      `the sunset moves earlier: ${new Date(after).toISOString()} (was ${was})`,
-    );
-  } else if (after > before) {
-    add(
-      "sunset-later",
-      false,
-      "request",
-      old,
-      undefined,
-      undefined,
-      `the sunset moves later: ${new Date(after).toISOString()}`,
-    );
-  }
-}
-
-function sunsetOf(operation: Operation): number | undefined {
-  const extension = operation.extensions[DEPRECATION_EXTENSION];
-  const sunset = (extension as { sunset?: unknown } | undefined)?.sunset;
-  if (typeof sunset !== "string") return undefined;
-  const at = Date.parse(sunset);
-  return Number.isNaN(at) ? undefined : at;
 }
 
 /**

@@ -8,12 +8,13 @@
 // Alone, a process reloads in one step. In a cluster the primary reads the files and every worker
 // prepares the same bytes; the primary commits when all are ready, or aborts for all (primary.ts).
 import type { GatewayConfig } from "./config-schema.ts";
-import { type DocumentDifference, diffDocuments } from "./document-diff.ts";
+import { compareDocuments, type DocumentDifference } from "./document-diff.ts";
 import type { DocumentVersion, DocumentVersions } from "./document-version.ts";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
 import { type DocumentSource, pathsOf } from "./openapi/document-source.ts";
 import { type ApiDescription, compileDocumentSource, readDocumentVersion } from "./openapi.ts";
+import type { AnyPolicyDefinition } from "./policy-registry.ts";
 
 export type ReloadResult = "ok" | "unchanged" | "refused" | "error";
 
@@ -73,6 +74,8 @@ export interface DocumentReloads {
 
 export interface ReloadSetting {
   readonly config: GatewayConfig;
+  /** The policies (policies/index.ts): what their options change in a candidate is compared too. */
+  readonly policies: readonly AnyPolicyDefinition[];
   readonly versions: DocumentVersions;
   /** Builds the version of a compiled candidate (its policies created): what createGateway does at start. */
   readonly build: (api: ApiDescription, identity: { number: number; sha256: string }) => DocumentVersion;
@@ -85,7 +88,7 @@ export interface ReloadSetting {
 }
 
 export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
-  const { config, versions, logger, metrics } = setting;
+  const { config, versions, logger, metrics, policies } = setting;
   const options = { basePath: config.basePath };
   let prepared: Prepared | undefined;
   let numbers = versions.current().number;
@@ -127,7 +130,7 @@ export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
     why: string,
   ): Prepared | { readonly refused: ReloadOutcome } => {
     const running = versions.current();
-    const differences = diffDocuments(running.api, api);
+    const differences = compareDocuments(running.api, api, { policies, options: config.policies });
     adviseOnChange(logger, running, api, differences, why);
     const refusal = refusalOf(differences, config.document.allowBreaking);
     if (refusal !== undefined) return { refused: refuse(why, "refused", refusal, differences) };

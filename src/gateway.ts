@@ -142,6 +142,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const versions = createDocumentVersions(first, logger);
   const document = createDocumentReloads({
     config,
+    policies: options.policies,
     versions,
     build: (candidate, identity) => buildVersion(setting, candidate, identity),
     logger,

@@ -2,7 +2,9 @@
 // options, and each one's options read back, typed, from the validated config. Not part of the
 // contract a policy is written against (src/policy.ts): no policy reads another.
 import type { Registry } from "prom-client";
+import type { DocumentDifference } from "./document-diff.ts";
 import type { PolicyErrors } from "./errors.ts";
+import type { ApiDescription } from "./openapi.ts";
 import type {
   OpsReport,
   PlanContext,
@@ -26,6 +28,11 @@ export interface AnyPolicyDefinition {
   metrics?(registry: Registry): unknown;
   readonly opsReports?: Readonly<Record<string, OpsReport>>;
   plan?(options: unknown, context: PlanContext): PolicyPlan;
+  compareDocuments?(
+    options: unknown,
+    running: ApiDescription,
+    candidate: ApiDescription,
+  ): readonly DocumentDifference[];
   create(options: unknown, context: PolicyContext, instruments: unknown): PolicyInstance;
 }
 

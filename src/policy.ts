@@ -63,6 +63,17 @@ export interface PolicyDefinition<Options, Instruments = undefined> {
    * document or options it cannot use, so that the plan refuses what start-up refuses.
    */
   plan?(options: Options, context: PlanContext): PolicyPlan;
+  /**
+   * What a candidate document changes that only the policy's options show (a date the config
+   * gives where the document has none), beside what the documents' own text shows
+   * (document-diff.ts): a reload judges these with the rest, and the change review names whom they
+   * hit. Pure; read leniently: a candidate the policy would refuse is refused by its plan.
+   */
+  compareDocuments?(
+    options: Options,
+    running: ApiDescription,
+    candidate: ApiDescription,
+  ): readonly DocumentDifference[];
   /** Called once at start-up with the validated options; a throw stops the start with its message. */
   create(options: Options, context: PolicyContext, instruments: Instruments): PolicyInstance;
 }

@@ -2,11 +2,11 @@
 // code is the gate (0 nothing used breaks, 1 something used breaks or breaks unseen, 2 a
 // candidate or a log that cannot be read), on the bundled document and config.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../src/project-files.ts";
-import { writeDocumentFiles } from "./support/openapi-documents.ts";
+import { OWN_DOCUMENT, writeDocumentFiles } from "./support/openapi-documents.ts";
 import { runProgram } from "./support/processes.ts";
 
 const LOGS = join(PROJECT_ROOT, "test/fixtures/change-review/access.log");
@@ -94,6 +94,37 @@ describe("npm run plan -- --against: the exit code is the gate", () => {
     assert.equal(code, 2);
     assert.equal(stdout, "");
     assert.match(stderr, /^plan: cannot read the logs .*no-such\.log: /);
+  });
+});
+
+describe("npm run plan -- --against, with the running config", () => {
+  test("a sunset the config gives, moved earlier by the candidate's document, names who calls the operation", async () => {
+    // The team's own document marks getPet deprecated and leaves its dates to the config.
+    const own = JSON.parse(readFileSync(OWN_DOCUMENT, "utf8"));
+    const moved = structuredClone(own);
+    moved.paths["/pets/{petId}"].get["x-gateway-deprecation"] = { sunset: "2029-01-01T00:00:00Z" };
+    const folder = writeDocumentFiles({ "openapi.json": own, "candidate.json": moved });
+    const config = join(folder, "gateway.json");
+    writeFileSync(
+      config,
+      JSON.stringify({
+        openapi: join(folder, "openapi.json"),
+        policies: { lifecycle: { operations: { getPet: { sunset: "2030-12-05T00:00:00Z" } } } },
+      }),
+    );
+    const { code, stdout, stderr } = await review([
+      "--config",
+      config,
+      "--against",
+      join(folder, "candidate.json"),
+      "--logs",
+      LOGS,
+    ]);
+    assert.equal(code, 1, stderr);
+    assert.match(
+      stdout,
+      /getPet \(GET \/pets\/\{petId\}\): the sunset moves earlier: 2029-01-01T00:00:00\.000Z in x-gateway-deprecation\.sunset \(was 2030-12-05T00:00:00\.000Z in policies\.lifecycle\.operations\.getPet\.sunset\) \[request\]\n {6}initech: 2 calls, last 1 day ago/,
+    );
   });
 });
 

@@ -67,7 +67,8 @@ const EXTENSION_WORDING: ErrorWording = {
   field: extensionField,
   unknownProperty: (pointer, property) => `${extensionField(pointer)} has an unknown field "${property}"`,
 };
-const CONFIG_OPERATIONS = "policies.lifecycle.operations";
+/** Where the config dates deprecations the document does not. */
+export const CONFIG_OPERATIONS = "policies.lifecycle.operations";
 
 /**
  * The lifecycle facts of a description and the config's dates for it, checked. Every operation

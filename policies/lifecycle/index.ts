@@ -10,6 +10,7 @@
 import type { JSONSchemaType } from "ajv";
 import { Counter, Gauge } from "prom-client";
 import { definePolicy } from "../../src/policy.ts";
+import { sunsetChanges } from "./changes.ts";
 import { consumerCounters } from "./consumers.ts";
 import { BROWNOUT_HEADER, brownoutWindows, DEPRECATION_HEADERS, deprecationPhases } from "./deprecation.ts";
 import { CallerTally, type DeprecationReport, mergeReports } from "./deprecation-report.ts";
@@ -169,6 +170,8 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
   }),
   opsReports: { "/deprecations": { merge: mergeReports, prepare: prepareReport, render: renderReport } },
   plan: planLifecycle,
+  // A sunset may be the config's: the document's text alone cannot say it moved.
+  compareDocuments: (options, running, candidate) => sunsetChanges(options.operations, running, candidate),
   create(options, { api, logger, environment, now }, metrics) {
     const { deprecations, stability } = readLifecycle(api, options.operations);
     const { basePath } = api;

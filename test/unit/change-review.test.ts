@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
+import policies from "../../policies/index.ts";
 import {
   type ChangeReview,
   ChangeReviewer,
@@ -15,7 +16,8 @@ import {
   reviewExitCode,
 } from "../../src/change-review.ts";
 import { reviewJson, reviewMarkdown, reviewText } from "../../src/change-review-text.ts";
-import { diffDocuments } from "../../src/document-diff.ts";
+import { validateConfig } from "../../src/config.ts";
+import { compareDocuments } from "../../src/document-diff.ts";
 import { type ApiDescription, loadApiDescription } from "../../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../../src/project-files.ts";
 import { withoutTerminalControls } from "../../src/terminal-text.ts";
@@ -29,6 +31,10 @@ const LOG_LINES = readFileSync(join(PROJECT_ROOT, "test/fixtures/change-review/a
   "\n",
 );
 const NOW = Date.parse("2026-11-25T00:00:00Z");
+/** The policies' options of the default config: the review compares with them, as the command does. */
+const OPTIONS = validateConfig({}, policies).policies;
+const diffDocuments = (running: ApiDescription, candidate: ApiDescription) =>
+  compareDocuments(running, candidate, { policies, options: OPTIONS });
 const DAYS = 7;
 
 function reviewOf(

@@ -4,7 +4,10 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { type DocumentDifference, diffDocuments } from "../../src/document-diff.ts";
+import policies from "../../policies/index.ts";
+import { validateConfig } from "../../src/config.ts";
+import { compareDocuments, type DocumentDifference } from "../../src/document-diff.ts";
+import type { ApiDescription } from "../../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
 import { loadDocument } from "../support/openapi-documents.ts";
 
@@ -12,12 +15,16 @@ import { loadDocument } from "../support/openapi-documents.ts";
 type Document = Record<string, any>;
 const PET_STORE: Document = JSON.parse(readFileSync(DEFAULT_OPENAPI_FILE, "utf8"));
 const running = loadDocument(PET_STORE);
+/** The policies' options of the default config: what a reload compares with. */
+const OPTIONS = validateConfig({}, policies).policies;
+const compare = (from: ApiDescription, to: ApiDescription) =>
+  compareDocuments(from, to, { policies, options: OPTIONS });
 
-/** The differences from the Pet Store document to a copy that `change` edited. */
+/** The differences a reload judges from the Pet Store document to a copy that `change` edited. */
 function diffAfter(change: (document: Document) => void): DocumentDifference[] {
   const candidate = structuredClone(PET_STORE);
   change(candidate);
-  return diffDocuments(running, loadDocument(candidate));
+  return compare(running, loadDocument(candidate));
 }
 
 /** The one difference of `kind` (fails when there is none, or several). */
@@ -306,7 +313,7 @@ describe("changes that break no client", () => {
   test("security made stricter the other way round is not a weakening: a key now required where none was", () => {
     const open = structuredClone(PET_STORE);
     open.paths["/pets"].get.security = [];
-    const found = diffDocuments(loadDocument(open), running);
+    const found = compare(loadDocument(open), running);
     assert.equal(only(found, "security-strengthened").breaking, true);
     assert.equal(
       found.some((d) => d.weakensSecurity),
