@@ -14,7 +14,7 @@
 // parsed once, and per breaking change at most `maxConsumers` consumers kept (the least recently
 // seen forgotten, and counted).
 import { LRUCache } from "lru-cache";
-import type { DocumentDifference } from "./document-diff.ts";
+import type { AlternativeMarks, DocumentDifference } from "./document-diff.ts";
 import { logEntry } from "./log-lines.ts";
 import type { ApiDescription, Operation, ParameterSpec } from "./openapi.ts";
 import { checkParameter } from "./parameters.ts";
@@ -353,8 +353,12 @@ function matcherOf(
     // Every caller may meet the new status: one that switches over those it was told of breaks.
     case "status-added":
       return calls(ofOperation);
-    case "status-removed": {
-      const written = (location.split(" ")[1] ?? "").toUpperCase();
+    // A status removed: who received it. An alternative added to an answer: who receives that
+    // answer, and may meet the new shape.
+    case "status-removed":
+    case "alternative-added": {
+      if (!location.startsWith(RESPONSE)) return callers;
+      const written = location.slice(RESPONSE.length).toUpperCase();
       const others = [...old.responses.keys()].map((s) => s.toUpperCase()).filter((s) => s !== written);
       return calls((call) => ofOperation(call) && statusMatches(call.status, written, others));
     }
@@ -429,6 +433,13 @@ function rowMatcherOf(
   if (old === undefined) return calls(ofOperation);
   const location = difference.location ?? "";
   const pointer = difference.pointer;
+  if (difference.kind === "alternative-removed" && location.startsWith(REQUEST_BODY)) {
+    return sentAlternative(id, difference.alternative);
+  }
+  if (difference.kind === "alternative-added" && location.startsWith(RESPONSE)) {
+    const written = location.slice(RESPONSE.length);
+    return calls((row) => ofOperation(row) && row.statuses.includes(written));
+  }
   if (location.startsWith(REQUEST_BODY) && pointer !== undefined && pointer !== "") {
     const sent = (row: RecordedUsage) => ofOperation(row) && row.members.includes(pointer);
     switch (difference.kind) {
@@ -503,4 +514,26 @@ function rowMatcherOf(
     default:
       return { attribution: "callers", matches: ofOperation };
   }
+}
+
+/**
+ * Who sent a value of the alternative a candidate removes: a member only that alternative has, or
+ * at a member the others share, a value only it takes. What marks none leaves the operation's
+ * callers, who may have sent it.
+ */
+function sentAlternative(id: string | undefined, marks: AlternativeMarks | undefined): RowMatcher {
+  const ofOperation = (row: RecordedUsage) => row.operation === id;
+  const values = Object.entries(marks?.values ?? {});
+  if (marks === undefined || (marks.members.length === 0 && values.length === 0))
+    return { attribution: "callers", matches: ofOperation };
+  return {
+    attribution: "calls",
+    members: true,
+    matches: (row) =>
+      ofOperation(row) &&
+      (marks.members.some((member) => row.members.includes(member)) ||
+        values.some(([member, only]) =>
+          only.some((value) => (row.memberValues[member] ?? []).includes(value)),
+        )),
+  };
 }

@@ -14,6 +14,7 @@ import { escapePointerToken } from "./json/pointer.ts";
 import type { ApiDescription, Operation, ParameterSpec } from "./openapi.ts";
 import type { SecurityScheme } from "./openapi-security.ts";
 import type { AnyPolicyDefinition } from "./policy-registry.ts";
+import { describeSchema } from "./schema-brief.ts";
 
 export type Direction = "request" | "response";
 
@@ -46,6 +47,8 @@ export type DifferenceKind =
   | "member-made-optional"
   | "members-closed"
   | "members-opened"
+  | "alternative-removed"
+  | "alternative-added"
   | "security-weakened"
   | "security-strengthened"
   | "deprecated"
@@ -77,6 +80,18 @@ export interface DocumentDifference {
   readonly message: string;
   /** The enum value removed or added (enum-value-*): recorded usage names the values sent. */
   readonly value?: unknown;
+  /**
+   * An alternative of a oneOf or anyOf removed or added (alternative-*): what tells a value of
+   * that shape from the other alternatives' values, as recorded usage names members (pointers into
+   * the value, like `pointer`) and their values (as text). Empty when nothing does.
+   */
+  readonly alternative?: AlternativeMarks;
+}
+
+/** The members only one alternative has, and the values only it takes at a member the others share. */
+export interface AlternativeMarks {
+  readonly members: readonly string[];
+  readonly values: Readonly<Record<string, readonly string[]>>;
 }
 
 /** How far into nested schemas the comparison goes: deeper than any real document, and a bound on the work. */
@@ -138,6 +153,7 @@ export function diffDocuments(running: ApiDescription, candidate: ApiDescription
     message: string,
     weakensSecurity = false,
     value?: unknown,
+    alternative?: AlternativeMarks,
   ) =>
     found.push({
       kind,
@@ -151,6 +167,7 @@ export function diffDocuments(running: ApiDescription, candidate: ApiDescription
       pointer,
       message,
       ...(value === undefined ? {} : { value }),
+      ...(alternative === undefined ? {} : { alternative }),
     });
 
   if (running.basePath !== candidate.basePath) {
@@ -219,6 +236,7 @@ type Add = (
   message: string,
   weakensSecurity?: boolean,
   value?: unknown,
+  alternative?: AlternativeMarks,
 ) => void;
 
 function diffOperation(
@@ -496,6 +514,12 @@ function compareSchemas(
     const o = flatten(oldRaw, oldSchemas);
     const n = flatten(newRaw, newSchemas);
     if (o === undefined || n === undefined) return;
+    if (o.choice !== undefined || n.choice !== undefined) {
+      const compared = compareChoices(oldRaw, newRaw, o, n, pointer, depth);
+      // A choice that only wraps (3.0's nullable around a $ref) against one shape: that shape was
+      // compared with its alternatives, and the wrapper says nothing of its own.
+      if (compared === "instead") return;
+    }
     compareNode(o, n, pointer, where, add);
     // Members: by name.
     const oldProps = o.properties;
@@ -589,6 +613,106 @@ function compareSchemas(
     if (o.additional !== undefined && n.additional !== undefined)
       visit(o.additional, n.additional, `${pointer}/*`, depth + 1);
   };
+  /**
+   * The oneOf or anyOf of either side, alternative by alternative: each of the running document's
+   * paired with the candidate's it most resembles and compared member by member (their members'
+   * pointers are the value's own, as recorded usage names them); one without a pair is removed
+   * (a client sending that shape is refused; an answer of that shape no longer comes) or added (a
+   * client that switches over the shapes it was told of meets one it does not know). One side's
+   * single shape is a choice of one against the other's, when the other only wraps its choice.
+   */
+  const compareChoices = (
+    oldRaw: unknown,
+    newRaw: unknown,
+    o: Flat,
+    n: Flat,
+    pointer: string,
+    depth: number,
+  ): "instead" | "beside" => {
+    const request = where.direction === "request";
+    const place = `${where.location}${pointer === "" ? "" : ` at ${pointer}`}`;
+    const report = (kind: DifferenceKind, breaking: boolean, message: string, marks?: AlternativeMarks) =>
+      add(
+        kind,
+        breaking,
+        where.direction,
+        where.operation,
+        where.location,
+        pointer,
+        `${place}: ${message}`,
+        false,
+        undefined,
+        marks,
+      );
+    let instead = false;
+    let before = o.choice;
+    let after = n.choice;
+    if (before === undefined && after !== undefined) {
+      if (!onlyWraps(n)) {
+        report(
+          "bound-tightened",
+          request,
+          `must now be one of its ${after.keyword}'s ${after.branches.length}`,
+        );
+        return "beside";
+      }
+      before = { keyword: after.keyword, branches: [oldRaw] };
+      instead = true;
+    } else if (before !== undefined && after === undefined) {
+      if (!onlyWraps(o)) {
+        report(
+          "bound-widened",
+          !request,
+          `is no longer one of its ${before.keyword}'s ${before.branches.length}`,
+        );
+        return "beside";
+      }
+      after = { keyword: before.keyword, branches: [newRaw] };
+      instead = true;
+    }
+    if (before === undefined || after === undefined) return "beside";
+    if (before.keyword !== after.keyword) {
+      // oneOf refuses a value that matches two alternatives, which anyOf takes.
+      const tighter = after.keyword === "oneOf";
+      report(
+        tighter ? "bound-tightened" : "bound-widened",
+        request ? tighter : !tighter,
+        `its alternatives become ${after.keyword} (were ${before.keyword})`,
+      );
+    }
+    const pairs = pairAlternatives(before.branches, after.branches, oldSchemas, newSchemas);
+    for (const [oldIndex, newIndex] of pairs) {
+      visit(before.branches[oldIndex], after.branches[newIndex], pointer, depth + 1);
+    }
+    const paired = (index: number, side: 0 | 1) => pairs.some((pair) => pair[side] === index);
+    before.branches.forEach((branch, index) => {
+      if (paired(index, 0)) return;
+      const name = alternativeName(branch, oldSchemas);
+      const marks = marksOf(index, before.branches, oldSchemas, pointer);
+      report(
+        "alternative-removed",
+        request,
+        request
+          ? `removes the alternative ${name} of its ${before.keyword}: a value of that shape is refused`
+          : `no longer answers with the alternative ${name} of its ${before.keyword}`,
+        marks,
+      );
+    });
+    after.branches.forEach((branch, index) => {
+      if (paired(index, 1)) return;
+      const name = alternativeName(branch, newSchemas);
+      const marks = marksOf(index, after.branches, newSchemas, pointer);
+      report(
+        "alternative-added",
+        !request,
+        request
+          ? `adds the alternative ${name} to its ${after.keyword}`
+          : `may now be the alternative ${name}, which a client switching over the alternatives it was told of does not know`,
+        marks,
+      );
+    });
+    return instead ? "instead" : "beside";
+  };
   visit(oldValue, newValue, "", 0);
 }
 
@@ -609,6 +733,13 @@ interface Flat {
   readonly closed: boolean;
   readonly items: unknown;
   readonly additional: unknown;
+  /** The first oneOf or anyOf met (its own or an allOf branch's): the alternatives a value is one of. */
+  readonly choice: Choice | undefined;
+}
+
+interface Choice {
+  readonly keyword: "oneOf" | "anyOf";
+  readonly branches: readonly unknown[];
 }
 
 /** Lower bounds: raising one tightens. Upper bounds: lowering one tightens. */
@@ -626,6 +757,7 @@ function flatten(value: unknown, schemas: Schemas): Flat | undefined {
     closed: boolean;
     items: unknown;
     additional: unknown;
+    choice: Choice | undefined;
   } = {
     types: undefined,
     enum: undefined,
@@ -636,6 +768,7 @@ function flatten(value: unknown, schemas: Schemas): Flat | undefined {
     closed: false,
     items: undefined,
     additional: undefined,
+    choice: undefined,
   };
   let any = false;
   // allOf branches and $ref targets, each schema once.
@@ -681,6 +814,10 @@ function flatten(value: unknown, schemas: Schemas): Flat | undefined {
       flat.additional = flat.additional ?? schema.additionalProperties;
     if (schema.items !== undefined && typeof schema.items === "object")
       flat.items = flat.items ?? schema.items;
+    for (const keyword of ["oneOf", "anyOf"] as const) {
+      const branches = schema[keyword];
+      if (Array.isArray(branches) && branches.length > 0) flat.choice ??= { keyword, branches };
+    }
   }
   return any ? flat : undefined;
 }
@@ -791,4 +928,177 @@ function compareNode(o: Flat, n: Flat, pointer: string, where: Where, add: Add):
     const breaking = request ? n.pattern !== undefined : o.pattern !== undefined;
     report("pattern-changed", breaking, text);
   }
+}
+
+/** A flattened schema that holds nothing of its own beside its oneOf or anyOf (3.0's nullable around a $ref). */
+function onlyWraps(flat: Flat): boolean {
+  return (
+    flat.properties.size === 0 &&
+    flat.required.size === 0 &&
+    flat.types === undefined &&
+    flat.enum === undefined &&
+    flat.bounds.size === 0 &&
+    flat.pattern === undefined &&
+    flat.items === undefined &&
+    flat.additional === undefined &&
+    !flat.closed
+  );
+}
+
+/** Past this many (old, new) pairs of alternatives, only the same $ref or the same text pairs. */
+const MAX_SCORED_PAIRS = 10_000;
+/** How alike two alternatives must be to be one alternative changed: more than half their marks shared. */
+const ALIKE = 0.5;
+
+/**
+ * Which alternative of the candidate each of the running document's is, as [old, new] indexes:
+ * the same $ref, then the same text, then the most alike (their member names, types and
+ * single-valued members, a discriminator's value, shared by more than half).
+ */
+function pairAlternatives(
+  before: readonly unknown[],
+  after: readonly unknown[],
+  oldSchemas: Schemas,
+  newSchemas: Schemas,
+): [number, number][] {
+  const pairs: [number, number][] = [];
+  const oldFree = new Set(before.keys());
+  const newFree = new Set(after.keys());
+  const pairWhere = (same: (o: unknown, n: unknown) => boolean) => {
+    for (const i of oldFree) {
+      for (const j of newFree) {
+        if (!same(before[i], after[j])) continue;
+        pairs.push([i, j]);
+        oldFree.delete(i);
+        newFree.delete(j);
+        break;
+      }
+    }
+  };
+  pairWhere((o, n) => refOf(o) !== undefined && refOf(o) === refOf(n));
+  pairWhere((o, n) => JSON.stringify(o) === JSON.stringify(n));
+  if (oldFree.size * newFree.size > MAX_SCORED_PAIRS) return pairs;
+  const oldMarks = new Map([...oldFree].map((i) => [i, signatureOf(before[i], oldSchemas)] as const));
+  const newMarks = new Map([...newFree].map((j) => [j, signatureOf(after[j], newSchemas)] as const));
+  const scored: [number, number, number][] = [];
+  for (const [i, a] of oldMarks) {
+    for (const [j, b] of newMarks) {
+      let shared = 0;
+      for (const mark of a) if (b.has(mark)) shared++;
+      const score = shared / (a.size + b.size - shared || 1);
+      if (score > ALIKE) scored.push([score, i, j]);
+    }
+  }
+  scored.sort((x, y) => y[0] - x[0] || x[1] - y[1] || x[2] - y[2]);
+  for (const [, i, j] of scored) {
+    if (!oldFree.has(i) || !newFree.has(j)) continue;
+    pairs.push([i, j]);
+    oldFree.delete(i);
+    newFree.delete(j);
+  }
+  return pairs;
+}
+
+/** What an alternative looks like, to tell which of the other side's it is. */
+function signatureOf(raw: unknown, schemas: Schemas): Set<string> {
+  const marks = new Set<string>();
+  const ref = refOf(raw);
+  if (ref !== undefined) marks.add(`ref ${ref}`);
+  const flat = flatten(raw, schemas);
+  for (const type of flat?.types ?? []) marks.add(`type ${type}`);
+  for (const [name, member] of flat?.properties ?? []) {
+    marks.add(`member ${name}`);
+    const only = flatten(member, schemas)?.enum;
+    if (only?.length === 1) marks.add(`value ${name} ${JSON.stringify(only[0])}`);
+  }
+  return marks;
+}
+
+/** "Cat" for a $ref, else its title, else the schema in brief. */
+function alternativeName(raw: unknown, schemas: Schemas): string {
+  const ref = refOf(raw);
+  if (ref !== undefined)
+    return ref
+      .slice(ref.lastIndexOf("/") + 1)
+      .replaceAll("~1", "/")
+      .replaceAll("~0", "~");
+  const title = (raw as { title?: unknown } | null)?.title;
+  return typeof title === "string" ? JSON.stringify(title) : `(${describeSchema(raw, schemas)})`;
+}
+
+/** How deep into an alternative its members are read: as deep as recorded usage reads a body. */
+const MAX_MARK_DEPTH = 8;
+/** A member that takes any value. */
+const ANY_VALUE: unique symbol = Symbol("any value");
+type Values = ReadonlySet<string> | typeof ANY_VALUE;
+
+/**
+ * What tells the alternative at `index` from its siblings, as recorded usage would show it: the
+ * members (pointers from `pointer`, the choice's own) none of the others has, and at a member
+ * they share, the values none of the others takes.
+ */
+function marksOf(
+  index: number,
+  branches: readonly unknown[],
+  schemas: Schemas,
+  pointer: string,
+): AlternativeMarks {
+  const own = membersOf(branches[index], schemas, pointer);
+  const others = branches.filter((_, i) => i !== index).map((branch) => membersOf(branch, schemas, pointer));
+  const members: string[] = [];
+  const values: Record<string, string[]> = {};
+  for (const [at, taken] of own) {
+    const elsewhere = others.map((other) => other.get(at)).filter((v): v is Values => v !== undefined);
+    if (elsewhere.length === 0) {
+      members.push(at);
+      continue;
+    }
+    if (taken === ANY_VALUE || elsewhere.includes(ANY_VALUE)) continue;
+    const only = [...taken].filter((value) =>
+      elsewhere.every((other) => other === ANY_VALUE || !other.has(value)),
+    );
+    if (only.length > 0) values[at] = only;
+  }
+  return { members, values };
+}
+
+/** The members an alternative may hold, by pointer, with the values each takes (enum, const) or any. */
+function membersOf(raw: unknown, schemas: Schemas, pointer: string): Map<string, Values> {
+  const found = new Map<string, Values>();
+  const seen = new Set<string>();
+  const note = (at: string, values: Values) => {
+    const held = found.get(at);
+    if (held === undefined) found.set(at, values);
+    else if (held !== ANY_VALUE)
+      found.set(at, values === ANY_VALUE ? ANY_VALUE : new Set([...held, ...values]));
+  };
+  const walk = (value: unknown, at: string, depth: number): void => {
+    if (depth > MAX_MARK_DEPTH) return;
+    const ref = refOf(value);
+    if (ref !== undefined) {
+      if (seen.has(`${ref} ${at}`)) return;
+      seen.add(`${ref} ${at}`);
+    }
+    const flat = flatten(value, schemas);
+    if (flat === undefined) return;
+    for (const [name, member] of flat.properties) {
+      const below = `${at}/${escapePointerToken(name)}`;
+      const listed = flatten(member, schemas)?.enum;
+      note(
+        below,
+        listed === undefined
+          ? ANY_VALUE
+          : new Set(listed.map((v) => (typeof v === "string" ? v : JSON.stringify(v)))),
+      );
+      walk(member, below, depth + 1);
+    }
+    if (flat.additional !== undefined) {
+      note(`${at}/*`, ANY_VALUE);
+      walk(flat.additional, `${at}/*`, depth + 1);
+    }
+    if (flat.items !== undefined) walk(flat.items, `${at}/-`, depth + 1);
+    for (const branch of flat.choice?.branches ?? []) walk(branch, at, depth + 1);
+  };
+  walk(raw, pointer, 0);
+  return found;
 }

@@ -1,8 +1,9 @@
 // The members of a JSON request body, as pointers into the operation's own schema: the layout of
 // their bits is read once from the document, and each body is walked once against it. A member
 // the schema does not name is a bit only where the schema takes any (`additionalProperties`: `*`);
-// array items are `-`; an enum member's values are bits of their own. Nothing else a client wrote
-// is kept.
+// array items are `-`; an enum (or const) member's values are bits of their own. Nothing else a
+// client wrote is kept. A oneOf's or anyOf's alternatives lay their members out at the same
+// pointers: a member only one alternative has tells who sent that shape.
 //
 // The walk follows a tree of the layout's pointers built once (MemberNode), by the member names
 // as a body writes them: a body costs a map lookup per member it holds, never a pointer's text.
@@ -93,9 +94,11 @@ export function memberLayout(
       const branches = node[keyword];
       if (Array.isArray(branches)) for (const branch of branches) walk(branch, pointer, depth + 1);
     }
-    if (pointer !== "" && Array.isArray(node.enum) && members.has(pointer)) {
+    // A const is an enum of one: a oneOf's discriminator, which tells its alternatives apart.
+    const listed = Array.isArray(node.enum) ? node.enum : "const" in node ? [node.const] : undefined;
+    if (pointer !== "" && listed !== undefined && members.has(pointer)) {
       let bits = values.get(pointer);
-      for (const member of node.enum) {
+      for (const member of listed) {
         const text = typeof member === "string" ? member : JSON.stringify(member);
         if (bits?.has(text)) continue;
         const b = bit(pointer, text);

@@ -25,6 +25,31 @@ export function failClosedSecurityDocument(): Record<string, unknown> {
   return document;
 }
 
+/**
+ * The Pet Store with choices: a pet to create is described (NewPet) or imported from a registry
+ * (ImportedPet), and getPet answers a pet or, for one that left, its archive entry.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: a parsed document, edited in place
+export function withChoices(d: Record<string, any>): void {
+  d.components.schemas.ImportedPet = {
+    type: "object",
+    additionalProperties: false,
+    required: ["registry", "registryId"],
+    properties: { registry: { type: "string", enum: ["akc", "fci"] }, registryId: { type: "string" } },
+  };
+  d.components.schemas.ArchivedPet = {
+    type: "object",
+    required: ["id", "archivedAt"],
+    properties: { id: { type: "integer" }, archivedAt: { type: "string", format: "date-time" } },
+  };
+  d.paths["/pets"].post.requestBody.content["application/json"].schema = {
+    oneOf: [{ $ref: "#/components/schemas/NewPet" }, { $ref: "#/components/schemas/ImportedPet" }],
+  };
+  d.paths["/pets/{petId}"].get.responses["200"].content["application/json"].schema = {
+    oneOf: [{ $ref: "#/components/schemas/Pet" }, { $ref: "#/components/schemas/ArchivedPet" }],
+  };
+}
+
 /** Writes each file (text as it is, anything else as JSON) under a new folder; returns the folder. */
 export function writeDocumentFiles(files: Readonly<Record<string, unknown>>): string {
   const folder = mkdtempSync(join(tmpdir(), "gw-openapi-doc-"));

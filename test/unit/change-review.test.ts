@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import policies from "../../policies/index.ts";
+import { UsageMemory } from "../../policies/usage/usage-memory.ts";
 import {
   type ChangeReview,
   ChangeReviewer,
@@ -18,10 +19,10 @@ import {
 import { reviewJson, reviewMarkdown, reviewText } from "../../src/change-review-text.ts";
 import { validateConfig } from "../../src/config.ts";
 import { compareDocuments } from "../../src/document-diff.ts";
-import { type ApiDescription, loadApiDescription } from "../../src/openapi.ts";
+import { type ApiDescription, loadApiDescription, type Operation } from "../../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../../src/project-files.ts";
 import { withoutTerminalControls } from "../../src/terminal-text.ts";
-import { loadDocument, writeDocumentFiles } from "../support/openapi-documents.ts";
+import { loadDocument, withChoices, writeDocumentFiles } from "../support/openapi-documents.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: a parsed document, edited in place by each test
 type Document = Record<string, any>;
@@ -546,5 +547,141 @@ describe("usage lines (policies/usage) when the logs hold no access line", () =>
   test("access lines in the window win: usage lines are not counted twice", () => {
     const review = reviewUsage(withoutSold, [acme], LOG_LINES);
     assert.deepEqual(hits(review, "enum-value-removed", "query parameter status"), { acme: 2 });
+  });
+});
+
+describe("oneOf and anyOf: who sent or receives the alternative a candidate changes", () => {
+  // The Pet Store with choices: createPet takes a NewPet or an ImportedPet, getPet answers a Pet or an ArchivedPet.
+  const CHOICES = structuredClone(PET_STORE);
+  withChoices(CHOICES);
+  const running = loadDocument(CHOICES);
+  const reviewChoices = (
+    change: (d: Document) => void,
+    rows: readonly RecordedUsage[],
+    lines: readonly string[] = [],
+    from: ApiDescription = running,
+  ) => {
+    const candidate = structuredClone(CHOICES);
+    change(candidate);
+    const api = loadDocument(candidate);
+    const reviewer = new ChangeReviewer({
+      running: { name: "running.json", api: from },
+      candidate: { name: "candidate.json", api },
+      differences: diffDocuments(from, api),
+      now: NOW,
+      days: DAYS,
+      maxConsumers: 100,
+    });
+    reviewer.markLogsGiven();
+    for (const row of rows) reviewer.readUsage(row);
+    for (const line of lines) reviewer.readLine(line);
+    return reviewer.review();
+  };
+  const createBody = (d: Document) => d.paths["/pets"].post.requestBody.content["application/json"].schema;
+  const row = (consumer: string, calls: number, members: string[], memberValues = {}): RecordedUsage => ({
+    consumer,
+    operation: "createPet",
+    calls,
+    lastSeen: Date.parse("2026-11-23T10:00:00Z"),
+    parameters: [],
+    values: {},
+    statuses: ["201"],
+    members,
+    memberValues,
+    sampled: 0,
+    answerMembers: {},
+  });
+
+  test("an alternative removed from a request body names who sent members only it has", () => {
+    const review = reviewChoices(
+      (d) => createBody(d).oneOf.pop(),
+      [
+        row("importer", 40, ["/registry", "/registryId"], { "/registry": ["fci"] }),
+        row("shop", 12, ["/name", "/categoryId"]),
+      ],
+    );
+    assert.deepEqual(hits(review, "alternative-removed"), { importer: 40 });
+    assert.equal(attribution(review, "alternative-removed"), "calls");
+    assert.match(
+      reviewText(review),
+      /createPet \(POST \/pets\): request body application\/json: removes the alternative ImportedPet of its oneOf: a value of that shape is refused \[request\]\n\s+importer: 40 calls, last 2 days ago/,
+    );
+  });
+
+  test("access lines alone do not hold bodies: the operation's callers are named", () => {
+    const review = reviewChoices((d) => createBody(d).oneOf.pop(), [], LOG_LINES);
+    assert.deepEqual(hits(review, "alternative-removed"), { acme: 1 });
+    assert.equal(attribution(review, "alternative-removed"), "callers");
+  });
+
+  test("alternatives told apart by a discriminator's value: who sent that value, as the usage policy records bodies", () => {
+    // A pet is a cat or a dog, by its kind; the candidate takes cats only.
+    const pets = structuredClone(PET_STORE);
+    const kind = (value: string) => ({
+      type: "object",
+      required: ["kind", "name"],
+      properties: { kind: { const: value }, name: { type: "string" }, categoryId: { type: "integer" } },
+    });
+    pets.paths["/pets"].post.requestBody.content["application/json"].schema = {
+      oneOf: [kind("cat"), kind("dog")],
+    };
+    const from = loadDocument(pets);
+    const memory = new UsageMemory(from, 10, NOW);
+    const createPet = memory.of(from.operation("createPet") as Operation);
+    assert.ok(createPet);
+    for (const [consumer, body] of [
+      ["cattery", { kind: "cat", name: "Tom" }],
+      ["kennel", { kind: "dog", name: "Rex", categoryId: 2 }],
+    ] as const) {
+      createPet.sentBody(consumer, Buffer.from(JSON.stringify(body)));
+      createPet.answered(consumer, 201, NOW - 3_600_000);
+    }
+    const candidate = structuredClone(pets);
+    candidate.paths["/pets"].post.requestBody.content["application/json"].schema.oneOf.pop();
+    const api = loadDocument(candidate);
+    const differences = diffDocuments(from, api);
+    assert.deepEqual(
+      differences.map((d) => [d.kind, d.alternative]),
+      [["alternative-removed", { members: [], values: { "/kind": ["dog"] } }]],
+    );
+    const reviewer = new ChangeReviewer({
+      running: { name: "running.json", api: from },
+      candidate: { name: "candidate.json", api },
+      differences,
+      now: NOW,
+      days: DAYS,
+      maxConsumers: 100,
+    });
+    for (const recorded of memory.rows())
+      reviewer.readUsage({ ...recorded, lastSeen: Date.parse(recorded.lastSeen) });
+    assert.deepEqual(hits(reviewer.review(), "alternative-removed"), { kennel: 1 });
+  });
+
+  test("an alternative added to an answer names who received that answer", () => {
+    const archive = (d: Document) =>
+      d.paths["/pets/{petId}"].get.responses["200"].content["application/json"].schema.oneOf.push({
+        type: "object",
+        title: "LostPet",
+      });
+    // initech's calls: one answered 200, one 404.
+    const fromLines = reviewChoices(archive, [], LOG_LINES);
+    assert.deepEqual(hits(fromLines, "alternative-added"), { initech: 1 });
+    assert.equal(attribution(fromLines, "alternative-added"), "calls");
+    const fromUsage = reviewChoices(archive, [
+      { ...row("initech", 9, []), operation: "getPet", statuses: ["200", "404"] },
+      { ...row("missing", 3, []), operation: "getPet", statuses: ["404"] },
+    ]);
+    assert.deepEqual(hits(fromUsage, "alternative-added"), { initech: 9 });
+  });
+
+  test("a member removed inside an alternative names who sent it", () => {
+    const review = reviewChoices(
+      (d) => {
+        delete d.components.schemas.ImportedPet.properties.registryId;
+        d.components.schemas.ImportedPet.required = ["registry"];
+      },
+      [row("importer", 40, ["/registry", "/registryId"]), row("shop", 12, ["/name", "/categoryId"])],
+    );
+    assert.deepEqual(hits(review, "member-removed", "request body application/json"), { importer: 40 });
   });
 });

@@ -9,7 +9,7 @@ import { validateConfig } from "../../src/config.ts";
 import { compareDocuments, type DocumentDifference } from "../../src/document-diff.ts";
 import type { ApiDescription } from "../../src/openapi.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
-import { loadDocument } from "../support/openapi-documents.ts";
+import { loadDocument, withChoices } from "../support/openapi-documents.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: a parsed document, edited in place by each test
 type Document = Record<string, any>;
@@ -327,5 +327,170 @@ describe("changes that break no client", () => {
       schemas(d).Pet.properties.children = { type: "array", items: { $ref: "#/components/schemas/Pet" } };
     });
     assert.ok(found.every((d) => !d.breaking));
+  });
+});
+
+describe("oneOf and anyOf, alternative by alternative", () => {
+  const CHOICES = structuredClone(PET_STORE);
+  withChoices(CHOICES);
+  const withChoicesRunning = loadDocument(CHOICES);
+  const choicesAfter = (change: (document: Document) => void) => {
+    const candidate = structuredClone(CHOICES);
+    change(candidate);
+    return compare(withChoicesRunning, loadDocument(candidate));
+  };
+  const createBody = (d: Document) => d.paths["/pets"].post.requestBody.content["application/json"].schema;
+  const getPetAnswer = (d: Document) =>
+    d.paths["/pets/{petId}"].get.responses["200"].content["application/json"].schema;
+
+  test("an alternative removed from what clients send breaks those who send that shape", () => {
+    const removed = only(
+      choicesAfter((d) => createBody(d).oneOf.pop()),
+      "alternative-removed",
+    );
+    assert.equal(removed.breaking, true);
+    assert.equal(removed.direction, "request");
+    assert.equal(removed.location, "request body application/json");
+    assert.equal(removed.pointer, "");
+    assert.match(removed.message, /removes the alternative ImportedPet of its oneOf/);
+    // What tells an imported pet from a described one, as usage records a body.
+    assert.deepEqual(removed.alternative, { members: ["/registry", "/registryId"], values: {} });
+  });
+
+  test("an alternative added to what clients send breaks nobody", () => {
+    const found = choicesAfter((d) => createBody(d).oneOf.push({ type: "object", title: "AdoptedPet" }));
+    assert.deepEqual(
+      found.map((d) => [d.kind, d.breaking, d.direction]),
+      [["alternative-added", false, "request"]],
+    );
+  });
+
+  test("an alternative added to an answer breaks the clients that switch over its shapes", () => {
+    const added = only(
+      choicesAfter((d) =>
+        getPetAnswer(d).oneOf.push({
+          type: "object",
+          required: ["id", "lostSince"],
+          properties: { id: { type: "integer" }, lostSince: { type: "string" } },
+        }),
+      ),
+      "alternative-added",
+    );
+    assert.equal(added.breaking, true);
+    assert.equal(added.direction, "response");
+    assert.equal(added.location, "response 200");
+    assert.match(
+      added.message,
+      /may now be the alternative \(object \{id\*: integer, lostSince\*: string\}\)/,
+    );
+  });
+
+  test("an alternative removed from an answer breaks nobody", () => {
+    const found = choicesAfter((d) => getPetAnswer(d).oneOf.pop());
+    assert.deepEqual(
+      found.map((d) => [d.kind, d.breaking, d.direction]),
+      [["alternative-removed", false, "response"]],
+    );
+  });
+
+  test("members changed inside an alternative are classified like any member, at their own pointers", () => {
+    const found = choicesAfter((d) => {
+      schemas(d).ImportedPet.properties.registry.enum = ["akc"];
+      schemas(d).ImportedPet.properties.microchip = { type: "string" };
+      schemas(d).ImportedPet.required.push("microchip");
+      delete schemas(d).ArchivedPet.properties.archivedAt;
+      schemas(d).ArchivedPet.required = ["id"];
+    });
+    assert.deepEqual(
+      found.map((d) => [d.kind, d.breaking, d.direction, d.pointer]),
+      [
+        ["enum-value-removed", true, "request", "/registry"],
+        ["member-made-required", true, "request", "/microchip"],
+        ["member-removed", true, "response", "/archivedAt"],
+      ],
+    );
+  });
+
+  test("renamed alternatives pair with the one they most resemble", () => {
+    const found = choicesAfter((d) => {
+      // The same imported pet, inline now, with one member more: changed, not removed and added.
+      createBody(d).oneOf[1] = {
+        type: "object",
+        additionalProperties: false,
+        required: ["registry", "registryId"],
+        properties: {
+          registry: { type: "string", enum: ["akc", "fci"] },
+          registryId: { type: "string" },
+          note: { type: "string" },
+        },
+      };
+    });
+    assert.deepEqual(
+      found.map((d) => [d.kind, d.pointer]),
+      [["member-added", "/note"]],
+    );
+  });
+
+  test("anyOf made oneOf refuses a value two alternatives take: breaking for what clients send", () => {
+    const found = choicesAfter((d) => {
+      const body = createBody(d);
+      body.anyOf = body.oneOf;
+      delete body.oneOf;
+    });
+    assert.deepEqual(
+      found.map((d) => [d.kind, d.breaking]),
+      [["bound-widened", false]],
+    );
+    const back = compare(
+      loadDocument(
+        (() => {
+          const d = structuredClone(CHOICES);
+          const body = createBody(d);
+          body.anyOf = body.oneOf;
+          delete body.oneOf;
+          return d;
+        })(),
+      ),
+      withChoicesRunning,
+    );
+    assert.deepEqual(
+      back.map((d) => [d.kind, d.breaking]),
+      [["bound-tightened", true]],
+    );
+  });
+
+  test("a member made nullable around its $ref: null is an alternative added, breaking only answers", () => {
+    const found = diffAfter((d) => {
+      const nullable = { anyOf: [{ $ref: "#/components/schemas/PetStatus" }, { type: "null" }] };
+      schemas(d).Pet.properties.status = nullable;
+      schemas(d).NewPet.properties.status = nullable;
+    });
+    assert.deepEqual(
+      found.map((d) => [d.kind, d.breaking, d.direction, d.pointer, d.operation]),
+      [
+        ["alternative-added", true, "response", "/-/status", "listPets"],
+        ["alternative-added", true, "response", "/status", "createPet"],
+        ["alternative-added", true, "response", "/status", "getPet"],
+        ["alternative-added", false, "request", "/status", "createPet"],
+      ],
+    );
+  });
+
+  test("a choice brought in where there was one shape is compared with that shape", () => {
+    const found = diffAfter((d) => {
+      d.paths["/pets/{petId}"].get.responses["200"].content["application/json"].schema = {
+        oneOf: [{ $ref: "#/components/schemas/Pet" }, { type: "object", title: "Tombstone" }],
+      };
+    });
+    assert.deepEqual(
+      found.map((d) => [d.kind, d.breaking, d.message]),
+      [
+        [
+          "alternative-added",
+          true,
+          'response 200: may now be the alternative "Tombstone", which a client switching over the alternatives it was told of does not know',
+        ],
+      ],
+    );
   });
 });
