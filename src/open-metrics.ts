@@ -6,11 +6,38 @@
 // its name), and every later Prometheus-text scrape would then name the counter without it.
 // prom-client's own merge of workers (AggregatorRegistry.aggregate) keeps no exemplar and writes
 // counters as `<name>_total_total`: both are put right here.
+import Negotiator from "negotiator";
 import { AggregatorRegistry, type Metric, type OpenMetricsContentType, Registry } from "prom-client";
 import type { MetricJson, MetricsPart } from "./cluster/protocol.ts";
 
 export const OPENMETRICS_CONTENT_TYPE = Registry.OPENMETRICS_CONTENT_TYPE;
 export const PROMETHEUS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
+
+// With their versions: an Accept that names one matches only that version.
+const OPENMETRICS = "application/openmetrics-text; version=1.0.0";
+/**
+ * What /metrics writes, the default first: a client that names neither (or any type, or only an
+ * older OpenMetrics) gets Prometheus text.
+ */
+const EXPOSITIONS = ["text/plain; version=0.0.4", OPENMETRICS];
+
+/**
+ * Whether a scrape's Accept prefers OpenMetrics 1.0.0 to Prometheus text. Prometheus 3 names
+ * OpenMetrics 1.0.0 with `escaping=<scheme>` (how it wants UTF-8 names escaped), and Negotiator
+ * matches an offer only when it has every parameter the client named: with it, Prometheus 3 got
+ * Prometheus text and no exemplar. Every name the gateway writes is a classic one, the same
+ * under each scheme, so the parameter is left out before negotiating.
+ */
+export function asksForOpenMetrics(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  const ranges = accept.split(",").map((range) =>
+    range
+      .split(";")
+      .filter((parameter) => parameter.split("=", 1)[0]?.trim().toLowerCase() !== "escaping")
+      .join(";"),
+  );
+  return new Negotiator({ headers: { accept: ranges.join(",") } }).mediaType(EXPOSITIONS) === OPENMETRICS;
+}
 
 interface Exemplar {
   readonly labelSet: Readonly<Record<string, string>>;

@@ -4,12 +4,16 @@
 // The ops port is the edge too: its target is read as the public port reads one, and an
 // endpoint that fails answers 500 and is logged; it never ends the process.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import Negotiator from "negotiator";
 import type { Logger } from "pino";
 import type { MetricsPart } from "./cluster/protocol.ts";
 import { type GatewayError, gatewayError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
-import { OPENMETRICS_CONTENT_TYPE, openMetricsText, PROMETHEUS_CONTENT_TYPE } from "./open-metrics.ts";
+import {
+  asksForOpenMetrics,
+  OPENMETRICS_CONTENT_TYPE,
+  openMetricsText,
+  PROMETHEUS_CONTENT_TYPE,
+} from "./open-metrics.ts";
 import type { OpsToken } from "./ops-token.ts";
 import { canonicalTarget, parseQuery } from "./pipeline/canonical-request.ts";
 import type { PreparedReport } from "./policy.ts";
@@ -22,13 +26,6 @@ const READ_ONLY = gatewayError("METHOD_NOT_ALLOWED", "Ops endpoints are read-onl
 const REPORT_FAILED = gatewayError("INTERNAL_ERROR", "The report could not be collected");
 const METRICS_FAILED = gatewayError("INTERNAL_ERROR", "Metrics could not be collected");
 const ENDPOINT_FAILED = gatewayError("INTERNAL_ERROR", "The ops endpoint failed");
-// With their versions: an Accept that names one matches only that version.
-const OPENMETRICS = "application/openmetrics-text; version=1.0.0";
-/**
- * What /metrics writes, the default first: a client that names neither (or any type, or only an
- * older OpenMetrics) gets Prometheus text.
- */
-const EXPOSITIONS = ["text/plain; version=0.0.4", OPENMETRICS];
 
 interface OpsRoute {
   run(res: ServerResponse, query: ReadonlyMap<string, string>, req: IncomingMessage): void | Promise<void>;
@@ -144,7 +141,7 @@ export function createOpsHandler(options: OpsOptions): (req: IncomingMessage, re
     run: async (res, _query, req) => {
       await heavyStep();
       // Prometheus text unless the scraper prefers OpenMetrics (Prometheus does, for exemplars).
-      const open = new Negotiator({ headers: req.headers }).mediaType(EXPOSITIONS) === OPENMETRICS;
+      const open = asksForOpenMetrics(req.headers.accept);
       const text = open ? await source.openMetrics() : await source.metrics();
       sendOwnAnswer(
         res,

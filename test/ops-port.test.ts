@@ -176,7 +176,7 @@ describe("what operators point at the ops port", () => {
     });
   });
 
-  test("a Prometheus 3 scrape gets 200 and Prometheus text", async () => {
+  test("a Prometheus 3 scrape gets 200 and OpenMetrics, as it asks", async () => {
     const outcome = await rawExchange(
       opsPort(gw),
       "GET /metrics HTTP/1.1\r\nHost: 10.244.1.17:9090\r\nUser-Agent: Prometheus/3.5.0\r\n" +
@@ -186,7 +186,11 @@ describe("what operators point at the ops port", () => {
     );
     const [answer] = outcome.responses;
     assert.equal(answer?.status, 200, outcome.text.slice(0, 300));
-    assert.match(answer.headers["content-type"] ?? "", /^text\/plain; version=0\.0\.4; charset=utf-8$/);
+    assert.equal(
+      answer.headers["content-type"],
+      "application/openmetrics-text; version=1.0.0; charset=utf-8",
+    );
+    assert.match(answer.body, /# EOF\n$/);
     const samples = parsePrometheus(answer.body);
     assert.ok(samples.some((sample) => sample.name === "nodejs_version_info"));
   });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { MetricsPart } from "../../src/cluster/protocol.ts";
 import { createMetrics } from "../../src/metrics.ts";
-import { openMetricsText } from "../../src/open-metrics.ts";
+import { asksForOpenMetrics, openMetricsText } from "../../src/open-metrics.ts";
 
 const TRACE_A = "4bf92f3577b34da6a3ce929d0e0e4736";
 const TRACE_B = "0af7651916cd43dd8448eb211c80319c";
@@ -59,4 +59,22 @@ test("workers' parts merge into one OpenMetrics text: sums, counters once, the n
   assert.match(open, /^# TYPE gateway_trace_spans_dropped counter$/m);
   assert.doesNotMatch(open, /_total_total/);
   assert.match(open, /^http_server_request_duration_seconds_count\{operation="getPet",.*\} 1$/m);
+});
+
+test("Prometheus 2 and 3 get OpenMetrics, whatever escaping Prometheus 3 names; curl and browsers get text", () => {
+  const asked = {
+    // Prometheus 2.x, every scrape.
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1": true,
+    // Prometheus 3.x: escaping on the 1.0.0 formats, allow-utf-8 by default, underscores when so configured.
+    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1": true,
+    "application/openmetrics-text;version=1.0.0;escaping=underscores;q=0.5,text/plain;version=0.0.4;q=0.2,*/*;q=0.1": true,
+    "application/openmetrics-text; version=1.0.0; Escaping=dots": true,
+    // Text preferred, only an older OpenMetrics, anything, nothing.
+    "text/plain;version=0.0.4,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5": false,
+    "application/openmetrics-text;version=0.0.1": false,
+    "*/*": false,
+    "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8": false,
+  };
+  for (const [accept, open] of Object.entries(asked)) assert.equal(asksForOpenMetrics(accept), open, accept);
+  assert.equal(asksForOpenMetrics(undefined), false);
 });
