@@ -55,6 +55,7 @@ const FACTS = [
   "localReply",
   "policyFailed",
   "requestIdReplaced",
+  "traceparentDropped",
 ];
 
 export const SERVER_SPAN_ATTRIBUTES: readonly AttributeRow[] = [
