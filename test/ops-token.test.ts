@@ -180,7 +180,7 @@ describe("a token file the gateway cannot use stops start-up with one line that 
       const file = text === "dir" ? dir : join(dir, name);
       if (text !== undefined && text !== "dir") writeFileSync(file, text);
       await assert.rejects(
-        startGateway({ upstreamUrl: "http://127.0.0.1:9", config: { opsTokenFile: file } }),
+        startGateway({ upstreamUrl: "http://127.0.0.1:9", keys: false, config: { opsTokenFile: file } }),
         (error: Error) => {
           assert.equal(error.name, "ConfigError");
           assert.match(error.message, /OPS_TOKEN_FILE \/ opsTokenFile/);
