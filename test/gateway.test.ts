@@ -1,28 +1,17 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import {
-  type GatewayOnDemoBackend,
-  startGateway,
-  startGatewayOnDemoBackend,
-  type TestGateway,
-} from "./support/gateway.ts";
+import { startGateway, startGatewayProgram, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
-import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 
 describe("a gateway in front of the demo backend process", () => {
-  let gw: GatewayOnDemoBackend;
+  let gw: TestGateway;
   before(async () => {
-    gw = await startGatewayOnDemoBackend({ config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ keys });
   });
   after(() => gw.close());
 
@@ -99,7 +88,8 @@ describe("a gateway in front of a backend that misbehaves", () => {
     backend = await startProgrammableBackend();
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { upstream: { timeoutMs: 400, connectTimeoutMs: 400 }, policies: { auth: { keysFile } } },
+      keys,
+      config: { upstream: { timeoutMs: 400, connectTimeoutMs: 400 } },
     });
   });
   after(async () => {
@@ -135,7 +125,7 @@ describe("a gateway in front of a backend that misbehaves", () => {
     assert.equal(seen?.url, "/v1/pets");
   });
 
-  test("the backend's base path replaces /v1 and the limit is defaulted on the way", async () => {
+  test("the backend's base path replaces /v1 and the limit is defaulted on the way", async (t) => {
     backend.behave(() => ({
       kind: "respond",
       status: 200,
@@ -146,16 +136,12 @@ describe("a gateway in front of a backend that misbehaves", () => {
     assert.equal(answer.status, 200);
     assert.equal(backend.requests.at(-1)?.url, "/v1/pets?status=sold&limit=20");
 
-    const elsewhere = await startGateway({
-      upstreamUrl: backend.url.replace(/\/v1$/, "/api/petstore/"),
-      config: { policies: { auth: { keysFile } } },
-    });
-    try {
-      assert.equal((await request(`${elsewhere.url}/pets/42`, { key })).status, 200);
-      assert.equal(backend.requests.at(-1)?.url, "/api/petstore/pets/42");
-    } finally {
-      await elsewhere.close();
-    }
+    const elsewhere = await startGateway(
+      { upstreamUrl: backend.url.replace(/\/v1$/, "/api/petstore/"), keys },
+      t,
+    );
+    assert.equal((await request(`${elsewhere.url}/pets/42`, { key })).status, 200);
+    assert.equal(backend.requests.at(-1)?.url, "/api/petstore/pets/42");
   });
 
   test("a reset before the answer gets 502 and the gateway keeps serving", async () => {
@@ -199,83 +185,29 @@ describe("a gateway in front of a backend that misbehaves", () => {
 });
 
 describe("a gateway whose backend is down", () => {
-  test("a refused connection gets 502 and the gateway keeps answering", async () => {
+  test("a refused connection gets 502 and the gateway keeps answering", async (t) => {
     const backend = await startProgrammableBackend();
     const url = backend.url;
     await backend.close();
-    const gw = await startGateway({ upstreamUrl: url, config: { policies: { auth: { keysFile } } } });
-    try {
-      for (let i = 0; i < 3; i++) {
-        const answer = await request(`${gw.url}/pets`, { key });
-        assert.equal(answer.status, 502);
-        assert.equal(answer.json<{ code: string }>().code, "UPSTREAM_UNAVAILABLE");
-      }
-    } finally {
-      await gw.close();
+    const gw = await startGateway({ upstreamUrl: url, keys }, t);
+    for (let i = 0; i < 3; i++) {
+      const answer = await request(`${gw.url}/pets`, { key });
+      assert.equal(answer.status, 502);
+      assert.equal(answer.json<{ code: string }>().code, "UPSTREAM_UNAVAILABLE");
     }
   });
 });
 
 describe("the gateway program (npm start)", () => {
-  const run = (env: Record<string, string>) => {
-    const child = spawn(process.execPath, GATEWAY_PROGRAM, {
-      cwd: PROJECT_ROOT,
-      env: { ...childEnv(), PORT: "0", OPS_PORT: "0", LOG_LEVEL: "warn", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    return { child, stderr: () => stderr };
-  };
-
-  test("with no upstream it serves the demo backend and prints how to call it with a generated key", async () => {
-    const { child } = run({});
-    try {
-      const lines = createInterface({ input: child.stderr });
-      const [line] = (await once(lines, "line")) as [string];
-      const match = /curl -s -H 'Authorization: Bearer (\S+)' (http:\/\/localhost:\d+\/v1\/pets)/.exec(line);
-      assert.ok(match, line);
-      const answer = await request(match[2] as string, { key: match[1] as string });
-      assert.equal(answer.status, 200);
-      assert.ok(answer.json<unknown[]>().length > 0);
-      const refused = await request(match[2] as string, { key: "not-the-key" });
-      assert.equal(refused.status, 401);
-    } finally {
-      child.kill("SIGTERM");
-      await once(child, "exit");
-    }
-  });
-
-  test("a bad config file stops start-up with one line naming the bad field", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
-    const file = join(dir, "gateway.json");
-    writeFileSync(file, JSON.stringify({ upstream: { timeoutMs: "soon" } }));
-    const { child, stderr } = run({ GATEWAY_CONFIG: file });
-    const [code] = await once(child, "exit");
-    assert.equal(code, 1);
-    const lines = stderr().trim().split("\n");
-    assert.equal(lines.length, 1, stderr());
-    assert.match(lines[0] as string, /\/upstream\/timeoutMs must be integer/);
-
-    writeFileSync(file, JSON.stringify({ upstrem: {} }));
-    const second = run({ GATEWAY_CONFIG: file });
-    assert.equal((await once(second.child, "exit"))[0], 1);
-    assert.match(second.stderr(), /\/upstrem is not a known setting/);
-  });
-
-  test("an explicit ENVIRONMENT with no upstream for it refuses to start instead of serving the demo", async () => {
-    const { child, stderr } = run({ ENVIRONMENT: "staging" });
-    const [code] = await once(child, "exit");
-    assert.equal(code, 1);
-    assert.match(stderr(), /ENVIRONMENT is staging but no upstream is known/);
-  });
-
-  test("outside the demo, start-up without a key file is refused", async () => {
-    const { child, stderr } = run({ UPSTREAM_URL: "http://127.0.0.1:9/v1" });
-    const [code] = await once(child, "exit");
-    assert.equal(code, 1);
-    assert.match(stderr(), /API_KEYS_FILE/);
+  test("with no upstream it serves the demo backend and prints how to call it with a generated key", async (t) => {
+    const program = await startGatewayProgram({ keys: false }, t);
+    const [line = ""] = program.stderr().split("\n");
+    const match = /curl -s -H 'Authorization: Bearer (\S+)' (http:\/\/localhost:\d+\/v1\/pets)/.exec(line);
+    assert.ok(match, line);
+    const answer = await request(match[2] as string, { key: match[1] as string });
+    assert.equal(answer.status, 200);
+    assert.ok(answer.json<unknown[]>().length > 0);
+    const refused = await request(match[2] as string, { key: "not-the-key" });
+    assert.equal(refused.status, 401);
   });
 });

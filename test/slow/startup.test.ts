@@ -337,3 +337,31 @@ test("SIGTERM to npm start reaches the gateway itself, which stops gracefully", 
     }
   }
 });
+
+test("a bad config file stops start-up with one line naming the bad field", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
+  const file = join(dir, "gateway.json");
+  writeFileSync(file, JSON.stringify({ upstream: { timeoutMs: "soon" } }));
+  const first = await startUp({ GATEWAY_CONFIG: file });
+  assert.equal(first.code, 1);
+  const lines = first.stderr.trim().split("\n");
+  assert.equal(lines.length, 1, first.stderr);
+  assert.match(lines[0] as string, /\/upstream\/timeoutMs must be integer/);
+
+  writeFileSync(file, JSON.stringify({ upstrem: {} }));
+  const second = await startUp({ GATEWAY_CONFIG: file });
+  assert.equal(second.code, 1);
+  assert.match(second.stderr, /\/upstrem is not a known setting/);
+});
+
+test("an explicit ENVIRONMENT with no upstream for it refuses to start instead of serving the demo", async () => {
+  const { code, stderr } = await startUp({ ENVIRONMENT: "staging" });
+  assert.equal(code, 1);
+  assert.match(stderr, /ENVIRONMENT is staging but no upstream is known/);
+});
+
+test("outside the demo, start-up without a key file is refused", async () => {
+  const { code, stderr } = await startUp({ UPSTREAM_URL: "http://127.0.0.1:9/v1" });
+  assert.equal(code, 1);
+  assert.match(stderr, /API_KEYS_FILE/);
+});
