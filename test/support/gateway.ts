@@ -79,6 +79,11 @@ export interface StartGatewayOptions {
  * backend. With `cleanup` it closes when the test is over.
  */
 export async function startGateway(
+  options?: StartGatewayOptions & { readonly upstreamUrl?: undefined },
+  cleanup?: Cleanup,
+): Promise<GatewayOnDemoBackend>;
+export async function startGateway(options: StartGatewayOptions, cleanup?: Cleanup): Promise<TestGateway>;
+export async function startGateway(
   options: StartGatewayOptions = {},
   cleanup?: Cleanup,
 ): Promise<TestGateway> {
@@ -136,6 +141,11 @@ export async function startGateway(
   };
   closeWhenOver(cleanup, () => started.close());
   return started;
+}
+
+/** A gateway in front of a demo backend process of its own (startGateway with no upstreamUrl). */
+export interface GatewayOnDemoBackend extends TestGateway {
+  readonly backend: BackendProcess;
 }
 
 /** The gateway program (or a fixture that logs as it does) in a process of its own. */
@@ -246,14 +256,9 @@ function closeWhenOver(cleanup: Cleanup | undefined, close: () => Promise<unknow
   else cleanup.after(close);
 }
 
-/** A gateway in front of a demo backend process of its own. */
-export interface GatewayOnDemoBackend extends TestGateway {
-  readonly backend: BackendProcess;
-}
-
 /** @deprecated startGateway() without an upstreamUrl: the suites move to it. */
-export async function startGatewayOnDemoBackend(
+export function startGatewayOnDemoBackend(
   options: Omit<StartGatewayOptions, "upstreamUrl">,
 ): Promise<GatewayOnDemoBackend> {
-  return (await startGateway(options)) as GatewayOnDemoBackend;
+  return startGateway(options);
 }
