@@ -18,7 +18,8 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 
-const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex", "initech", "umbrella"]);
+const keys = writeKeysFile(["acme", "globex", "initech", "umbrella"]);
+const { keyOf } = keys;
 const HOSTILE_AGENT = `<script>alert("ua")</script> & 'quoted' "x"`;
 const HOSTILE_VALUE = `<script>alert('x')</script> & "q"`;
 // What Chromium sends for a page it navigates to.
@@ -42,7 +43,7 @@ describe("the deprecation page from a real gateway's log lines and ops port", ()
     backend.behave(contractBrokenForPet13(HOSTILE_VALUE));
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile } } },
+      keys,
       now: () => clock,
     });
     const call = deprecatedCaller(

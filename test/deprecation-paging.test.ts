@@ -10,7 +10,8 @@ import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 
 const CONSUMERS = ["acme", "globex", "initech", "umbrella", "wayne"];
-const { file: keysFile, keyOf } = writeKeysFile(CONSUMERS);
+const keys = writeKeysFile(CONSUMERS);
+const { keyOf } = keys;
 type Page = DeprecationReport & { next?: string };
 
 describe("the deprecation report, paged", () => {
@@ -21,7 +22,7 @@ describe("the deprecation report, paged", () => {
     backend.behave(contractAnswer);
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile } } },
+      keys,
       now: () => Date.parse("2030-11-01T00:00:00Z"),
     });
     for (const consumer of CONSUMERS) {

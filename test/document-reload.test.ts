@@ -48,17 +48,19 @@ interface Setup {
 }
 
 async function setUp(config: Record<string, unknown> = {}, upstreamUrl?: string): Promise<Setup> {
-  const { file: keysFile, key } = writeKeysFile(["acme"]);
+  const keys = writeKeysFile(["acme"]);
+  const { key } = keys;
   const folder = writeDocumentFiles({ "openapi.json": PET_STORE });
   const file = join(folder, "openapi.json");
   const backend = await startProgrammableBackend();
   backend.behave(() => jsonAnswer(200, PETS));
   const gw = await startGateway({
     upstreamUrl: upstreamUrl ?? backend.url,
+    keys,
     config: {
       openapi: file,
       ...config,
-      policies: { auth: { keysFile }, responseContract: { mode: "enforce" } },
+      policies: { responseContract: { mode: "enforce" } },
     },
   });
   return {

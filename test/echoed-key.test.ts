@@ -9,14 +9,15 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 
 let backend: ProgrammableBackend;
 let gw: TestGateway;
 before(async () => {
   backend = await startProgrammableBackend();
   backend.behave(contractAnswer);
-  gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+  gw = await startGateway({ upstreamUrl: backend.url, keys });
 });
 after(async () => {
   await gw.close();

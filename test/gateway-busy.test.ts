@@ -21,7 +21,8 @@ const pet = (id: number) => ({ ...PET, id });
 const base = JSON.stringify(Array.from({ length: 400 }, (_, id) => pet(id)));
 const PAGE = `${base.slice(0, -1)}${" ".repeat(HELD - base.length)}]`;
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 
 describe("a gateway holding all the answers it may", () => {
   let backend: ProgrammableBackend;
@@ -31,7 +32,8 @@ describe("a gateway holding all the answers it may", () => {
     backend.behave((req) => (req.headers["x-hang"] ? { kind: "hang" } : jsonAnswer(200, PAGE)));
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { server: { maxBufferedBytes: HELD }, policies: { auth: { keysFile } } },
+      keys,
+      config: { server: { maxBufferedBytes: HELD } },
     });
   });
   after(async () => {

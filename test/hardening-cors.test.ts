@@ -15,7 +15,8 @@ import { writeKeysFile } from "./support/keys.ts";
 import { declaredResponseHeaders } from "./support/policy-harness.ts";
 import { assertNoSecrets, capturedOutputs } from "./support/secrets.ts";
 
-const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 const APP = "https://app.example.com";
 const preflight = (origin: string, method = "POST", path = "/pets") => ({
   method: "OPTIONS",
@@ -35,10 +36,11 @@ describe("CORS", () => {
   before(async () => {
     backend = await startProgrammableBackend();
     backend.behave(contractAnswer);
-    off = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    off = await startGateway({ upstreamUrl: backend.url, keys });
     on = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile }, cors: { allowedOrigins: [APP, "http://localhost:5173"] } } },
+      keys,
+      config: { policies: { cors: { allowedOrigins: [APP, "http://localhost:5173"] } } },
     });
   });
   after(async () => {
@@ -49,8 +51,8 @@ describe("CORS", () => {
     await backend.close();
     crashes.stop();
     assert.deepEqual(crashes.crashes, []);
-    assertNoSecrets(keys, outputsOff, "everything the gateway wrote");
-    assertNoSecrets(keys, outputsOn, "everything the gateway wrote");
+    assertNoSecrets(keys.keys, outputsOff, "everything the gateway wrote");
+    assertNoSecrets(keys.keys, outputsOn, "everything the gateway wrote");
   });
 
   test("is off by default: a preflight gets 405 and no answer carries CORS headers", async () => {
@@ -126,38 +128,38 @@ describe("CORS", () => {
     assert.match(String(stranger.headers.vary), /Origin/);
   });
 
-  test("a header a policy adds only for some documents is exposed with them: x-api-stability", async () => {
-    const gw = await startGateway({
-      upstreamUrl: backend.url,
-      config: {
-        openapi: join(PROJECT_ROOT, "test/fixtures/openapi-next.json"),
-        policies: { auth: { keysFile }, cors: { allowedOrigins: [APP] } },
+  test("a header a policy adds only for some documents is exposed with them: x-api-stability", async (t) => {
+    const gw = await startGateway(
+      {
+        upstreamUrl: backend.url,
+        keys,
+        config: {
+          openapi: join(PROJECT_ROOT, "test/fixtures/openapi-next.json"),
+          policies: { cors: { allowedOrigins: [APP] } },
+        },
       },
-    });
-    try {
-      const answer = await request(`${gw.url}/pets`, { headers: { origin: APP } });
-      assert.match(String(answer.headers["access-control-expose-headers"]), /(?:^|, )x-api-stability(?:,|$)/);
-    } finally {
-      await gw.close();
-    }
+      t,
+    );
+    const answer = await request(`${gw.url}/pets`, { headers: { origin: APP } });
+    assert.match(String(answer.headers["access-control-expose-headers"]), /(?:^|, )x-api-stability(?:,|$)/);
   });
 
-  test("exposedHeaders, when set, is the whole list a page may read", async () => {
+  test("exposedHeaders, when set, is the whole list a page may read", async (t) => {
     for (const [exposedHeaders, expected] of [
       [["x-request-id"], "x-request-id"],
       [[], undefined],
     ] as const) {
-      const gw = await startGateway({
-        upstreamUrl: backend.url,
-        config: { policies: { auth: { keysFile }, cors: { allowedOrigins: [APP], exposedHeaders } } },
-      });
-      try {
-        const answer = await request(`${gw.url}/pets`, { key, headers: { origin: APP } });
-        assert.equal(answer.status, 200);
-        assert.equal(answer.headers["access-control-expose-headers"], expected);
-      } finally {
-        await gw.close();
-      }
+      const gw = await startGateway(
+        {
+          upstreamUrl: backend.url,
+          keys,
+          config: { policies: { cors: { allowedOrigins: [APP], exposedHeaders } } },
+        },
+        t,
+      );
+      const answer = await request(`${gw.url}/pets`, { key, headers: { origin: APP } });
+      assert.equal(answer.status, 200);
+      assert.equal(answer.headers["access-control-expose-headers"], expected);
     }
   });
 

@@ -14,7 +14,8 @@ import { answerOf } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { writeDocumentFiles } from "./support/openapi-documents.ts";
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 
 // The project's document, with listPets declaring header parameters whose names hold '_': one of
 // the backend's own, and two that fold onto headers the gateway owns.
@@ -65,11 +66,13 @@ describe("look-alike and client-address headers", () => {
     const openapi = documentWithHeaderParameters();
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { openapi, policies: { auth: { keysFile } } },
+      keys,
+      config: { openapi },
     });
     trusting = await startGateway({
       upstreamUrl: backend.url,
-      config: { openapi, server: { trustedProxies: ["127.0.0.1"] }, policies: { auth: { keysFile } } },
+      keys,
+      config: { openapi, server: { trustedProxies: ["127.0.0.1"] } },
     });
   });
   after(async () => {

@@ -8,12 +8,7 @@ import lifecycle from "../policies/lifecycle/index.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
 import { boundedConfigFile } from "./support/config-file.ts";
 import { runReportCommand } from "./support/deprecation-page.ts";
-import {
-  type GatewayOnDemoBackend,
-  startGateway,
-  startGatewayOnDemoBackend,
-  type TestGateway,
-} from "./support/gateway.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { type Answer, request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
@@ -22,7 +17,8 @@ import { declaredResponseHeaders } from "./support/policy-harness.ts";
 import { type BackendProcess, runProgram, startDemoBackendProcess } from "./support/processes.ts";
 import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
 
-const { file: keysFile, keys, keyOf } = writeKeysFile(["acme", "globex", "initech"]);
+const keys = writeKeysFile(["acme", "globex", "initech"]);
+const { keyOf } = keys;
 const acme = keyOf("acme");
 const globex = keyOf("globex");
 const initech = keyOf("initech");
@@ -71,10 +67,11 @@ function assertNoLifecycleHeaders(answer: Answer, what: string) {
 }
 
 describe("getPet, deprecated in the real document, announces it on every answer", () => {
-  let gw: GatewayOnDemoBackend;
+  let gw: TestGateway;
   before(async () => {
-    gw = await startGatewayOnDemoBackend({
-      config: { policies: { auth: { keysFile }, lifecycle: { documentationUrl: DOCS } } },
+    gw = await startGateway({
+      keys,
+      config: { policies: { lifecycle: { documentationUrl: DOCS } } },
     });
   });
   after(() => gw.close());
@@ -138,7 +135,7 @@ describe("who still calls getPet: the report, the metric and the log lines agree
     backend = await startDemoBackendProcess();
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile } } },
+      keys,
       now: () => clock,
     });
     const call = async (key: string, at: number, userAgent: string, path = "/pets/1") => {
@@ -263,7 +260,7 @@ describe("who still calls getPet: the report, the metric and the log lines agree
       requestIds.slice(0, 7),
     );
     for (const raw of gw.logs.raw) {
-      for (const { key } of keys) assert.ok(!raw.includes(key), "a key reached the log");
+      for (const { key } of keys.keys) assert.ok(!raw.includes(key), "a key reached the log");
       assert.ok(!raw.includes("stolen?"), "a presented key reached the log");
     }
   });
@@ -324,12 +321,14 @@ describe("the road to sunset, on a fake clock", () => {
     }));
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile }, lifecycle: { brownouts: [brownout] } } },
+      keys,
+      config: { policies: { lifecycle: { brownouts: [brownout] } } },
       now: () => clock,
     });
     serving = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile }, lifecycle: { afterSunset: "serve" } } },
+      keys,
+      config: { policies: { lifecycle: { afterSunset: "serve" } } },
       now: () => clock,
     });
   });
@@ -450,16 +449,23 @@ describe("another document, another deprecated operation and stability markers, 
     );
     const config = (lifecycle: Record<string, unknown> = {}) => ({
       openapi: NEXT_DOCUMENT,
-      policies: { auth: { keysFile }, lifecycle },
+      policies: { lifecycle },
     });
-    staging = await startGateway({ upstreamUrl: backend.url, config: config(), environment: "staging" });
+    staging = await startGateway({
+      upstreamUrl: backend.url,
+      keys,
+      config: config(),
+      environment: "staging",
+    });
     production = await startGateway({
       upstreamUrl: backend.url,
+      keys,
       config: config(),
       environment: "production",
     });
     lenient = await startGateway({
       upstreamUrl: backend.url,
+      keys,
       config: config({ experimentalInProduction: "serve" }),
       environment: "production",
     });
@@ -572,7 +578,8 @@ describe("bounded memory", () => {
     }));
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile }, lifecycle: { maxTrackedCallers: 2, maxConsumerLabels: 1 } } },
+      keys,
+      config: { policies: { lifecycle: { maxTrackedCallers: 2, maxConsumerLabels: 1 } } },
       now: () => clock,
     });
   });
@@ -619,11 +626,9 @@ describe("what a deprecated call's line and report say of the caller", () => {
     backend = await startProgrammableBackend();
     gw = await startGateway({
       upstreamUrl: backend.url,
+      keys,
       // The test's peer is 127.0.0.1: trusted through a range, as an ingress's pod address would be.
-      config: {
-        server: { trustedProxies: ["127.0.0.0/8", "10.0.0.2", "10.20.0.0/16"] },
-        policies: { auth: { keysFile } },
-      },
+      config: { server: { trustedProxies: ["127.0.0.0/8", "10.0.0.2", "10.20.0.0/16"] } },
     });
   });
   after(async () => {
@@ -660,7 +665,7 @@ describe("what a deprecated call's line and report say of the caller", () => {
       const report = await request(`${gw.opsUrl}/deprecations`);
       const line = gw.logs.messages("deprecated call").at(-1);
       for (const text of [JSON.stringify(line), report.body]) {
-        for (const secret of [foreign, ...keys.map(({ key }) => key)]) {
+        for (const secret of [foreign, ...keys.keys.map(({ key }) => key)]) {
           assert.ok(!text.includes(secret), `a key reached ${text.slice(0, 200)}`);
         }
       }
@@ -691,7 +696,8 @@ describe("a document the lifecycle cannot honour stops start-up with a message n
     await assert.rejects(
       startGateway({
         upstreamUrl: "http://127.0.0.1:9/v1",
-        config: { openapi, policies: { auth: { keysFile }, lifecycle } },
+        keys,
+        config: { openapi, policies: { lifecycle } },
       }),
       pattern,
     );
@@ -753,38 +759,12 @@ describe("a document the lifecycle cannot honour stops start-up with a message n
       brownouts: [{ operation: "getPet", start: "2030-01-01T01:00:00Z", end: "2030-01-01T00:00:00Z" }],
     });
   });
-
-  test("the gateway program prints one line and exits", async () => {
-    const file = documentWith("late-since-program", (getPet) => {
-      extension(getPet).since = "2031-01-01T00:00:00Z";
-    });
-    const { code, stderr } = await runProgram(GATEWAY_PROGRAM, {
-      env: {
-        OPENAPI_FILE: file,
-        UPSTREAM_URL: "http://127.0.0.1:9/v1",
-        API_KEYS_FILE: keysFile,
-        PORT: "0",
-        OPS_PORT: "0",
-      },
-    });
-    assert.equal(code, 1);
-    assert.equal(stderr.trim().split("\n").length, 1, stderr);
-    assert.match(
-      stderr,
-      /^petstore-gateway: OpenAPI description: operation getPet .* is later than its sunset/,
-    );
-  });
 });
 
 describe("deprecated: true with no date anywhere (a team's own document)", () => {
-  let gw: GatewayOnDemoBackend;
+  let gw: TestGateway;
   before(async () => {
-    gw = await startGatewayOnDemoBackend({
-      config: {
-        openapi: OWN_DOCUMENT,
-        policies: { auth: { keysFile } },
-      },
-    });
+    gw = await startGateway({ keys, config: { openapi: OWN_DOCUMENT } });
   });
   after(() => gw.close());
 

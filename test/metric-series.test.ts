@@ -9,7 +9,8 @@ import { answerOf } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { type Sample, scrape } from "./support/metrics.ts";
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 const HISTOGRAMS = ["http_server_request_duration_seconds", "http_client_request_duration_seconds"];
 // Every final status a backend can give in the range that has classes.
 const STATUSES = Array.from({ length: 400 }, (_, index) => 200 + index);
@@ -27,7 +28,7 @@ before(async () => {
   backend = await startProgrammableBackend();
   // The status the client asks for, with no body: only the status is the point here.
   backend.behave((req) => ({ kind: "respond", status: Number(req.headers["x-answer-status"]), body: "" }));
-  gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+  gw = await startGateway({ upstreamUrl: backend.url, keys });
 });
 after(async () => {
   agent.destroy();

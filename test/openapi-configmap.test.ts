@@ -6,7 +6,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, realpathSync, symlinkSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type GatewayOnDemoBackend, startGatewayOnDemoBackend } from "./support/gateway.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { PROJECT_ROOT } from "./support/program.ts";
@@ -26,13 +26,12 @@ function configMapVolume(files: readonly string[]): string {
 }
 
 describe("the own-document overlay's files, mounted as a kubelet mounts a ConfigMap", () => {
-  const { file: keysFile, key } = writeKeysFile(["acme"]);
+  const keys = writeKeysFile(["acme"]);
+  const { key } = keys;
   const volume = configMapVolume(FILES);
-  let gw: GatewayOnDemoBackend;
+  let gw: TestGateway;
   before(async () => {
-    gw = await startGatewayOnDemoBackend({
-      config: { openapi: join(volume, "openapi.yaml"), policies: { auth: { keysFile } } },
-    });
+    gw = await startGateway({ keys, config: { openapi: join(volume, "openapi.yaml") } });
   });
   after(() => gw.close());
 

@@ -12,7 +12,8 @@ import { writeKeysFile } from "./support/keys.ts";
 import { OWN_DOCUMENT, writeDocumentFiles } from "./support/openapi-documents.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 
 interface Pet {
   id: number;
@@ -51,8 +52,9 @@ describe("the gateway with other teams' documents, in front of the demo backend"
   const gateways: TestGateway[] = [];
   const start = async (openapi: string, upstreamUrl: string, policies: Record<string, unknown> = {}) => {
     const gw = await startGateway({
+      keys,
       upstreamUrl,
-      config: { openapi: join(PROJECT_ROOT, openapi), policies: { auth: { keysFile }, ...policies } },
+      config: { openapi: join(PROJECT_ROOT, openapi), policies },
     });
     gateways.push(gw);
     return gw;
@@ -136,7 +138,8 @@ describe("a team's document without a listPets operation, with the default confi
     test(`${fixture} with its list renamed starts, and its limit is defaulted and clamped`, async () => {
       const gw = await startGateway({
         upstreamUrl: backend.url,
-        config: { openapi: write(), policies: { auth: { keysFile } } },
+        keys,
+        config: { openapi: write() },
       });
       gateways.push(gw);
       assert.equal(gw.gateway.api.operation("listPets"), undefined);

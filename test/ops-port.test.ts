@@ -20,7 +20,7 @@ import { parsePrometheus } from "./support/metrics.ts";
 import { childEnv, PROJECT_ROOT } from "./support/program.ts";
 import { rawExchange } from "./support/raw-socket.ts";
 
-const { file: keysFile } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
 /** Targets that `new URL()` rejects, and one it reads. */
 const ABSOLUTE_FORM = [
   "http://a:99999/metrics",
@@ -70,7 +70,7 @@ describe("the ops port reads requests as the public port does", () => {
   before(async () => {
     backend = await startProgrammableBackend();
     backend.behave(contractAnswer);
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
   });
   after(async () => {
     await gw.close();
@@ -142,7 +142,7 @@ describe("what operators point at the ops port", () => {
   before(async () => {
     backend = await startProgrammableBackend();
     backend.behave(contractAnswer);
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
   });
   after(async () => {
     await gw.close();
@@ -223,7 +223,7 @@ describe("a bug behind an ops endpoint", () => {
     gw = await startGateway({
       upstreamUrl: backend.url,
       policies: [...policies, faultyOps],
-      config: { policies: { auth: { keysFile } } },
+      keys,
     });
   });
   after(async () => {

@@ -51,7 +51,8 @@ describe("with opsTokenFile set", () => {
     secret = mountSecret("token", `${first}\n`);
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { opsTokenFile: secret.file, policies: { auth: { keysFile: keys.file } } },
+      keys,
+      config: { opsTokenFile: secret.file },
     });
     // A consumer's name in the metrics' labels: what the token keeps from whoever reaches the port.
     await request(`${gw.origin}${GET_PET.path.replace("{petId}", "1")}`, { key: keys.key });
@@ -146,11 +147,8 @@ describe("with opsMetricsOpen", () => {
     writeFileSync(join(dir, "token"), token);
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: {
-        opsTokenFile: join(dir, "token"),
-        opsMetricsOpen: true,
-        policies: { auth: { keysFile: keys.file } },
-      },
+      keys,
+      config: { opsTokenFile: join(dir, "token"), opsMetricsOpen: true },
     });
   });
   after(async () => {

@@ -18,9 +18,10 @@ import { writeKeysFile } from "./support/keys.ts";
 import { writeDocumentFiles } from "./support/openapi-documents.ts";
 
 const DOCUMENT = join(PROJECT_ROOT, "test/fixtures/openapi-overlapping-paths.json");
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 // The fixture names no listPets: the limit policy is given nothing to clamp.
-const policyOptions = { auth: { keysFile }, limit: { parameters: [] } };
+const policyOptions = { auth: { keysFile: keys.file }, limit: { parameters: [] } };
 const REFUSAL =
   /paths\.\/users\/\{id\}\/profile and paths\.\/users\/me\/\{section\} both match GET \/users\/me\/profile, and their security differs \(getProfile: security: \[\]; getMySection: bearer\)/;
 

@@ -56,7 +56,8 @@ describe("every answer the gateway writes itself is never sniffed and never stor
     gw = await startGateway({
       upstreamUrl: backend.url,
       policies: [...policies, faultyOps],
-      config: { opsTokenFile: join(tokenDir, "token"), policies: { auth: { keysFile: keys.file } } },
+      keys,
+      config: { opsTokenFile: join(tokenDir, "token") },
     });
   });
   after(async () => {

@@ -3,7 +3,7 @@ import { after, before, describe, test } from "node:test";
 import policies from "../policies/index.ts";
 import { definePolicy } from "../src/policy.ts";
 import { eventually } from "./support/eventually.ts";
-import { type GatewayOnDemoBackend, startGatewayOnDemoBackend } from "./support/gateway.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
@@ -30,15 +30,13 @@ const faulty = definePolicy<Record<string, never>>({
   },
 });
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 
 describe("a policy that throws fails its request, not the gateway", () => {
-  let gw: GatewayOnDemoBackend;
+  let gw: TestGateway;
   before(async () => {
-    gw = await startGatewayOnDemoBackend({
-      config: { policies: { auth: { keysFile } } },
-      policies: [...policies, faulty],
-    });
+    gw = await startGateway({ keys, policies: [...policies, faulty] });
   });
   after(() => gw.close());
 

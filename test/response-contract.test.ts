@@ -20,19 +20,15 @@ import {
   startProgrammableBackend,
 } from "./fixtures/programmable-backend.ts";
 import { eventually } from "./support/eventually.ts";
-import {
-  type GatewayOnDemoBackend,
-  startGateway,
-  startGatewayOnDemoBackend,
-  type TestGateway,
-} from "./support/gateway.ts";
+import { type GatewayOnDemoBackend, startGateway, type TestGateway } from "./support/gateway.ts";
 import { type Answer, request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
 import { OWN_DOCUMENT } from "./support/openapi-documents.ts";
 
 const catalogueStatuses = Object.values(catalogueOf(policies)).map((entry) => entry.status);
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 const CAP = 32_768;
 const VIOLATIONS = "gateway_contract_violations_total";
 // The backend's answers by status: its 5xx and 429 are counted there, not as violations.
@@ -257,10 +253,10 @@ describe("a gateway in front of a deliberately wrong backend", () => {
     backend = await startProgrammableBackend();
     const config = (mode: string) => ({
       server: { maxResponseBodyBytes: CAP },
-      policies: { auth: { keysFile }, responseContract: { mode } },
+      policies: { responseContract: { mode } },
     });
-    enforcing = await startGateway({ upstreamUrl: backend.url, config: config("enforce") });
-    reporting = await startGateway({ upstreamUrl: backend.url, config: config("report") });
+    enforcing = await startGateway({ upstreamUrl: backend.url, keys, config: config("enforce") });
+    reporting = await startGateway({ upstreamUrl: backend.url, keys, config: config("report") });
   });
   after(async () => {
     await enforcing.close();
@@ -465,7 +461,7 @@ describe("an answer too deep to read its integers exactly", () => {
   let gw: TestGateway;
   before(async () => {
     backend = await startProgrammableBackend();
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
   });
   after(async () => {
     await gw.close();
@@ -493,9 +489,9 @@ describe("modes per operation", () => {
     backend = await startProgrammableBackend();
     gw = await startGateway({
       upstreamUrl: backend.url,
+      keys,
       config: {
         policies: {
-          auth: { keysFile },
           responseContract: { mode: "off", operations: { getPet: "enforce" } },
         },
       },
@@ -537,16 +533,17 @@ describe("report mode on a sample", () => {
     backend.behave((req) => jsonAnswer(200, req.url.startsWith("/v1/pets/") ? '{"id":"x"}' : BROKEN));
     sampled = await startGateway({
       upstreamUrl: backend.url,
+      keys,
       config: {
         policies: {
-          auth: { keysFile },
           responseContract: { mode: "report", sample: 0.5, samples: { getPet: 0 } },
         },
       },
     });
     enforcing = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile }, responseContract: { mode: "enforce", sample: 0 } } },
+      keys,
+      config: { policies: { responseContract: { mode: "enforce", sample: 0 } } },
     });
   });
   after(async () => {
@@ -605,19 +602,19 @@ describe("report mode on a sample", () => {
     assert.equal(sampleValue(samples, ANSWERS, { operation: "listPets", judged: "false" }), 0);
   });
 
-  test("sample 1, the default, judges every answer in report mode", async () => {
-    const gw = await startGateway({
-      upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile }, responseContract: { mode: "report" } } },
-    });
-    try {
-      await send(`${gw.url}/pets`, 40);
-      const samples = await scrape(gw);
-      assert.equal(sampleValue(samples, ANSWERS, { operation: "listPets", judged: "true" }), 40);
-      assert.equal(sampleValue(samples, ANSWERS, { operation: "listPets", judged: "false" }), 0);
-    } finally {
-      await gw.close();
-    }
+  test("sample 1, the default, judges every answer in report mode", async (t) => {
+    const gw = await startGateway(
+      {
+        upstreamUrl: backend.url,
+        keys,
+        config: { policies: { responseContract: { mode: "report" } } },
+      },
+      t,
+    );
+    await send(`${gw.url}/pets`, 40);
+    const samples = await scrape(gw);
+    assert.equal(sampleValue(samples, ANSWERS, { operation: "listPets", judged: "true" }), 40);
+    assert.equal(sampleValue(samples, ANSWERS, { operation: "listPets", judged: "false" }), 0);
   });
 
   test("a sample outside 0 to 1, or for an unknown operationId, stops start-up", async () => {
@@ -625,7 +622,8 @@ describe("report mode on a sample", () => {
       await assert.rejects(
         startGateway({
           upstreamUrl: backend.url,
-          config: { policies: { auth: { keysFile }, responseContract: contract } },
+          keys,
+          config: { policies: { responseContract: contract } },
         }),
         /sample/,
       );
@@ -640,8 +638,9 @@ describe("the drift report's memory", () => {
     backend = await startProgrammableBackend();
     gw = await startGateway({
       upstreamUrl: backend.url,
+      keys,
       config: {
-        policies: { auth: { keysFile }, responseContract: { mode: "report", recentPerOperation: 2 } },
+        policies: { responseContract: { mode: "report", recentPerOperation: 2 } },
       },
     });
   });
@@ -758,8 +757,9 @@ describe("the drift report across worker processes", () => {
 describe("a correct backend under enforce", () => {
   let gw: GatewayOnDemoBackend;
   before(async () => {
-    gw = await startGatewayOnDemoBackend({
-      config: { policies: { auth: { keysFile }, responseContract: { mode: "enforce" } } },
+    gw = await startGateway({
+      keys,
+      config: { policies: { responseContract: { mode: "enforce" } } },
     });
   });
   after(() => gw.close());
@@ -836,8 +836,9 @@ describe("contract options", () => {
     await assert.rejects(
       startGateway({
         upstreamUrl: "http://127.0.0.1:9/v1",
+        keys,
         config: {
-          policies: { auth: { keysFile }, responseContract: { operations: { getPett: "enforce" } } },
+          policies: { responseContract: { operations: { getPett: "enforce" } } },
         },
       }),
       /policies\.responseContract\.operations\.getPett: getPett is not an operationId/,
@@ -854,7 +855,8 @@ describe("contract options", () => {
     await assert.rejects(
       startGateway({
         upstreamUrl: "http://127.0.0.1:9/v1",
-        config: { openapi: file, policies: { auth: { keysFile } } },
+        keys,
+        config: { openapi: file },
       }),
       /x-gateway-response-rules\/0: size is not a parameter of listPets/,
     );
@@ -870,7 +872,8 @@ describe("rules a team's own document does not state", () => {
     const start = (responseContract: Record<string, unknown>) =>
       startGateway({
         upstreamUrl: backend.url,
-        config: { openapi: OWN_DOCUMENT, policies: { auth: { keysFile }, responseContract } },
+        keys,
+        config: { openapi: OWN_DOCUMENT, policies: { responseContract } },
       });
     inferred = await start({ mode: "enforce" });
     stated = await start({
@@ -912,8 +915,9 @@ describe("rules a team's own document does not state", () => {
     await assert.rejects(
       startGateway({
         upstreamUrl: "http://127.0.0.1:9/v1",
+        keys,
         config: {
-          policies: { auth: { keysFile }, responseContract: { rules: { listPets: [] } } },
+          policies: { responseContract: { rules: { listPets: [] } } },
         },
       }),
       /policies\.responseContract\.rules\.listPets: listPets states its rules in the document \(x-gateway-response-rules\) too/,

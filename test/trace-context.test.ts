@@ -13,11 +13,11 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile, writeKeysFileAt } from "./support/keys.ts";
 
-const generated = writeKeysFile(["acme"]);
-const { file: keysFile, keyOf } = generated;
+const keys = writeKeysFile(["acme"]);
+const { file: keysFile, keyOf } = keys;
 // A key of 32 lower-case hex digits has a trace id's shape.
 const HEX_KEY = randomBytes(16).toString("hex");
-writeKeysFileAt(keysFile, [...generated.keys, { consumer: "hexco", key: HEX_KEY }]);
+writeKeysFileAt(keysFile, [...keys.keys, { consumer: "hexco", key: HEX_KEY }]);
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const SPAN = "00f067aa0ba902b7";
 const TRACEPARENT = `00-${TRACE}-${SPAN}-01`;
@@ -32,7 +32,7 @@ describe("trace context without an exporter", () => {
     backend.behave(contractBrokenForPet13("not-a-number"));
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile } } },
+      keys,
       now: () => BEFORE_SUNSET,
     });
   });

@@ -8,7 +8,8 @@ import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 const WARNING = "upstream-base-path";
 
 describe("a backend behind a wrong base path", () => {
@@ -19,7 +20,7 @@ describe("a backend behind a wrong base path", () => {
     // The demo backend serves /v1/pets; this gateway asks it for /v1/v1/pets.
     gw = await startGateway({
       upstreamUrl: `${backend.url}/v1`,
-      config: { policies: { auth: { keysFile } } },
+      keys,
     });
   });
   after(async () => {
@@ -49,7 +50,7 @@ describe("a backend behind the right base path", () => {
   let gw: TestGateway;
   before(async () => {
     backend = await startDemoBackendProcess();
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
   });
   after(async () => {
     await gw.close();

@@ -8,24 +8,23 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { UsageReport } from "../policies/usage/index.ts";
 import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
-import { type GatewayOnDemoBackend, startGatewayOnDemoBackend } from "./support/gateway.ts";
+import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { writeDocumentFiles } from "./support/openapi-documents.ts";
 import { runProgram } from "./support/processes.ts";
 import { mountSecret } from "./support/secret-mount.ts";
 
-const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex"]);
+const keys = writeKeysFile(["acme", "globex"]);
+const { keyOf } = keys;
 const token = randomBytes(32).toString("base64url");
 
 describe("usage on the ops port and in the logs", () => {
-  let gw: GatewayOnDemoBackend;
+  let gw: TestGateway;
   let stopped = false;
   before(async () => {
     const secret = mountSecret("token", `${token}\n`);
-    gw = await startGatewayOnDemoBackend({
-      config: { opsTokenFile: secret.file, policies: { auth: { keysFile } } },
-    });
+    gw = await startGateway({ keys, config: { opsTokenFile: secret.file } });
     const call = (path: string, key?: string) =>
       request(`${gw.url}${path}`, key === undefined ? {} : { key });
     assert.equal((await call("/pets?status=sold&limit=5", keyOf("acme"))).status, 200);
@@ -145,7 +144,7 @@ describe("usage on the ops port and in the logs", () => {
 });
 
 describe("at a reload, the change review is logged as advice", () => {
-  let gw: GatewayOnDemoBackend;
+  let gw: TestGateway;
   let file: string;
   before(async () => {
     file = join(
@@ -153,8 +152,9 @@ describe("at a reload, the change review is logged as advice", () => {
       "openapi.json",
     );
     // Every answer sampled: the members each consumer received are known.
-    gw = await startGatewayOnDemoBackend({
-      config: { openapi: file, policies: { auth: { keysFile }, usage: { sampleAnswers: 1 } } },
+    gw = await startGateway({
+      keys,
+      config: { openapi: file, policies: { usage: { sampleAnswers: 1 } } },
     });
     assert.equal((await request(`${gw.url}/pets?status=sold`, { key: keyOf("acme") })).status, 200);
     assert.equal((await request(`${gw.url}/pets`, { key: keyOf("globex") })).status, 200);

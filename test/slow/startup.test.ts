@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -364,4 +364,23 @@ test("outside the demo, start-up without a key file is refused", async () => {
   const { code, stderr } = await startUp({ UPSTREAM_URL: "http://127.0.0.1:9/v1" });
   assert.equal(code, 1);
   assert.match(stderr, /API_KEYS_FILE/);
+});
+
+test("a document the lifecycle cannot honour: the gateway program prints one line and exits", async () => {
+  const document = JSON.parse(readFileSync(join(PROJECT_ROOT, "config/openapi.json"), "utf8"));
+  document.paths["/pets/{petId}"].get["x-gateway-deprecation"].since = "2031-01-01T00:00:00Z";
+  const file = join(mkdtempSync(join(tmpdir(), "gw-doc-")), "late-since-program.json");
+  writeFileSync(file, JSON.stringify(document));
+  const { file: keysFile } = writeKeysFile(["acme"]);
+  const { code, stderr } = await startUp({
+    OPENAPI_FILE: file,
+    UPSTREAM_URL: "http://127.0.0.1:9/v1",
+    API_KEYS_FILE: keysFile,
+  });
+  assert.equal(code, 1);
+  assert.equal(stderr.trim().split("\n").length, 1, stderr);
+  assert.match(
+    stderr,
+    /^petstore-gateway: OpenAPI description: operation getPet .* is later than its sunset/,
+  );
 });
