@@ -17,9 +17,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
 import { eventually } from "./support/eventually.ts";
-import { writeKeysFile } from "./support/keys.ts";
+import { startGatewayProgram, type TestGatewayProgram } from "./support/gateway.ts";
 import { scrape } from "./support/metrics.ts";
-import { type GatewayProcess, startGatewayProcess } from "./support/processes.ts";
 
 /** A ConfigMap volume as the kubelet lays it out: name -> ..data/name, ..data -> ..<timestamp>. */
 function configMapVolume(files: Readonly<Record<string, string>>): {
@@ -54,14 +53,10 @@ function configMapVolume(files: Readonly<Record<string, string>>): {
 
 const PET_STORE = JSON.parse(readFileSync(DEFAULT_OPENAPI_FILE, "utf8"));
 
-let gw: GatewayProcess;
+let gw: TestGatewayProgram;
 const map = configMapVolume({ "openapi.json": JSON.stringify(PET_STORE) });
 before(async () => {
-  const { file: keysFile } = writeKeysFile(["acme"]);
-  gw = await startGatewayProcess({
-    OPENAPI_FILE: join(map.volume, "openapi.json"),
-    API_KEYS_FILE: keysFile,
-  });
+  gw = await startGatewayProgram({ env: { OPENAPI_FILE: join(map.volume, "openapi.json") } });
 });
 after(() => gw.stop());
 

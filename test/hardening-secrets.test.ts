@@ -39,7 +39,8 @@ describe("secret hygiene", () => {
     receiver = await startOtlpReceiver();
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile, reloadIntervalMs: 100 } }, log: { level: "debug" } },
+      keys: generated,
+      config: { policies: { auth: { reloadIntervalMs: 100 } }, log: { level: "debug" } },
       tracing: tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) as TracingSettings,
     });
   });

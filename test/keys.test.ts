@@ -22,12 +22,7 @@ import { eventually } from "./support/eventually.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { sha256 } from "./support/keys.ts";
-import {
-  type BackendProcess,
-  type ProgramRun,
-  runProgram,
-  startDemoBackendProcess,
-} from "./support/processes.ts";
+import { type ProgramRun, runProgram } from "./support/processes.ts";
 import { PROJECT_ROOT } from "./support/program.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "gw-keys-cli-"));
@@ -107,46 +102,38 @@ describe("npm run keys", () => {
   test("keys from the CLI open a gateway; rotation with overlap; revoke is honoured without a restart", async (t) => {
     const file = join(directory, "live.json");
     const oldKey = await add(file, "acme");
-    let backend: BackendProcess | undefined;
-    let gw: TestGateway | undefined;
-    try {
-      backend = await startDemoBackendProcess();
-      gw = await startGateway({
-        upstreamUrl: backend.url,
-        config: { policies: { auth: { keysFile: file, reloadIntervalMs: 100 } } },
-      });
-      const url = `${gw.url}/pets`;
-      const status = async (key: string) => (await request(url, { key })).status;
-      assert.equal(await status(oldKey), 200);
+    const gw = await startGateway(
+      { config: { policies: { auth: { keysFile: file, reloadIntervalMs: 100 } } } },
+      t,
+    );
+    const url = `${gw.url}/pets`;
+    const status = async (key: string) => (await request(url, { key })).status;
+    assert.equal(await status(oldKey), 200);
 
-      const newKey = await add(file, "acme");
-      await eventually("the second key of acme", async () => (await status(newKey)) === 200);
-      assert.equal(await status(oldKey), 200, "both keys work during the overlap");
+    const newKey = await add(file, "acme");
+    await eventually("the second key of acme", async () => (await status(newKey)) === 200);
+    assert.equal(await status(oldKey), 200, "both keys work during the overlap");
 
-      const prefix = sha256(oldKey).slice(0, 8);
-      const revoked = await keys(["revoke", "acme", "--digest", prefix, "--file", file]);
-      assert.equal(revoked.code, 0, revoked.stderr);
-      assert.match(revoked.stderr, /Revoked 1 key of acme/);
-      const changed = performance.now();
-      await eventually("the old key refused", async () => (await status(oldKey)) === 401);
-      t.diagnostic(`revoked key refused ${Math.round(performance.now() - changed)} ms after the CLI exited`);
-      assert.equal(await status(newKey), 200);
+    const prefix = sha256(oldKey).slice(0, 8);
+    const revoked = await keys(["revoke", "acme", "--digest", prefix, "--file", file]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    assert.match(revoked.stderr, /Revoked 1 key of acme/);
+    const changed = performance.now();
+    await eventually("the old key refused", async () => (await status(oldKey)) === 401);
+    t.diagnostic(`revoked key refused ${Math.round(performance.now() - changed)} ms after the CLI exited`);
+    assert.equal(await status(newKey), 200);
 
-      assert.equal((await keys(["revoke", "acme", "--file", file])).code, 0);
-      await eventually("every key of acme refused", async () => (await status(newKey)) === 401);
-      assert.deepEqual(entries(file), []);
-      const expired = await add(file, "late", "--not-after", "2001-02-03T04:05:06Z");
-      await eventually(
-        "the reload down to one key",
-        async () => gw?.logs.messages("api keys reloaded").at(-1)?.keys === 1,
-      );
-      const answer = await request(url, { key: expired });
-      assert.equal(answer.status, 401, "a key past its --not-after");
-      assert.equal(answer.headers["www-authenticate"], 'Bearer error="invalid_token"');
-    } finally {
-      await gw?.close();
-      await backend?.close();
-    }
+    assert.equal((await keys(["revoke", "acme", "--file", file])).code, 0);
+    await eventually("every key of acme refused", async () => (await status(newKey)) === 401);
+    assert.deepEqual(entries(file), []);
+    const expired = await add(file, "late", "--not-after", "2001-02-03T04:05:06Z");
+    await eventually(
+      "the reload down to one key",
+      async () => gw.logs.messages("api keys reloaded").at(-1)?.keys === 1,
+    );
+    const answer = await request(url, { key: expired });
+    assert.equal(answer.status, 401, "a key past its --not-after");
+    assert.equal(answer.headers["www-authenticate"], 'Bearer error="invalid_token"');
   });
 
   test("API_KEYS_FILE is the default file, and the npm script runs the CLI", async () => {

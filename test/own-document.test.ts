@@ -11,8 +11,13 @@ import type { DeprecationReport } from "../policies/lifecycle/deprecation-report
 import { planForCommand } from "../src/plan.ts";
 import { planJson, planText } from "../src/plan-text.ts";
 import { DEFAULT_CONFIG_FILE } from "../src/project-files.ts";
-import { boundedConfigFile } from "./support/config-file.ts";
-import { startGateway, type TestGateway } from "./support/gateway.ts";
+import { boundedConfig, boundedConfigFile } from "./support/config-file.ts";
+import {
+  startGateway,
+  startGatewayProgram,
+  type TestGateway,
+  type TestGatewayProgram,
+} from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
@@ -22,11 +27,11 @@ import {
   type GatewayProcess,
   runProgram,
   startDemoBackendProcess,
-  startGatewayProcess,
 } from "./support/processes.ts";
 import { PROJECT_ROOT } from "./support/program.ts";
 
-const { file: keysFile, keyOf } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { file: keysFile, keyOf } = keys;
 const acme = keyOf("acme");
 const SINCE = "2026-01-01T00:00:00Z";
 const SUNSET = "2030-12-05T00:00:00Z";
@@ -40,11 +45,11 @@ const warnings = (gw: GatewayProcess, warning: string) =>
 
 describe("a team's own document, without the gateway's extensions, in front of the demo backend", () => {
   let backend: BackendProcess;
-  let gw: GatewayProcess;
+  let gw: TestGatewayProgram;
   let url: string;
   before(async () => {
     backend = await startDemoBackendProcess();
-    const config = boundedConfigFile({
+    const config = boundedConfig({
       openapi: OWN_DOCUMENT,
       upstream: { url: backend.url },
       policies: {
@@ -57,7 +62,7 @@ describe("a team's own document, without the gateway's extensions, in front of t
         },
       },
     });
-    gw = await startGatewayProcess({ GATEWAY_CONFIG: config, PETS_SERVICE_TOKEN: "service-token" });
+    gw = await startGatewayProgram({ config, env: { PETS_SERVICE_TOKEN: "service-token" } });
     url = `${gw.origin}/v1`;
   });
   after(async () => {
@@ -337,10 +342,7 @@ describe("security the gateway cannot enforce as written fails closed, over HTTP
       "openapi.json",
     );
     // No backend listens: a request that passes authentication gets 502, one that does not 401.
-    gw = await startGateway({
-      upstreamUrl: "http://127.0.0.1:9/v1",
-      config: { openapi, policies: { auth: { keysFile } } },
-    });
+    gw = await startGateway({ upstreamUrl: "http://127.0.0.1:9/v1", keys, config: { openapi } });
   });
   after(() => gw.close());
 

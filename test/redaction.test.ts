@@ -159,7 +159,8 @@ describe("no piece of a key comes out of the gateway", () => {
     receiver = await startOtlpReceiver();
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile: generated.file, reloadIntervalMs: 4_000 } } },
+      keys: generated,
+      config: { policies: { auth: { reloadIntervalMs: 4_000 } } },
       // Every request a span, exported as the gateway does by default (http/protobuf).
       tracing: tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) as TracingSettings,
     });

@@ -3,28 +3,27 @@
 // fault, not a crash.
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { eventually } from "./support/eventually.ts";
+import { startGatewayProgram } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
-import { type GatewayProcess, startGatewayProcess } from "./support/processes.ts";
 import { PROJECT_ROOT } from "./support/program.ts";
 
 const CERTIFICATE = join(PROJECT_ROOT, "test/fixtures/tls-backend.crt");
 const PETS = JSON.stringify([{ id: 1, name: "Rex", categoryId: 1, status: "available" }]);
 
 describe("an https backend", () => {
-  const { file: keysFile, key } = writeKeysFile(["acme"]);
+  const keys = writeKeysFile(["acme"]);
+  const { key } = keys;
   let backend: https.Server;
   let backendUrl: string;
   const seen: string[] = [];
-  const gateways: GatewayProcess[] = [];
 
   before(async () => {
     backend = https.createServer(
@@ -42,29 +41,16 @@ describe("an https backend", () => {
     await once(backend, "listening");
     backendUrl = `https://127.0.0.1:${(backend.address() as AddressInfo).port}/v1`;
   });
-  after(async () => {
-    for (const gateway of gateways) await gateway.stop();
+  after(() => {
     backend.closeAllConnections();
     backend.close();
   });
 
-  // Nothing to drain at the end: the gateways stop at once.
-  const configFile = join(mkdtempSync(join(tmpdir(), "gw-tls-")), "gateway.json");
-  writeFileSync(configFile, JSON.stringify({ server: { shutdownDrainMs: 0 } }));
-
-  const start = async (env: Record<string, string>) => {
-    const gateway = await startGatewayProcess({
-      UPSTREAM_URL: backendUrl,
-      API_KEYS_FILE: keysFile,
-      GATEWAY_CONFIG: configFile,
-      ...env,
-    });
-    gateways.push(gateway);
-    return gateway;
-  };
-
-  test("whose certificate the gateway trusts is proxied over TLS, and the gauge says it is up", async () => {
-    const gateway = await start({ NODE_EXTRA_CA_CERTS: CERTIFICATE });
+  test("whose certificate the gateway trusts is proxied over TLS, and the gauge says it is up", async (t) => {
+    const gateway = await startGatewayProgram(
+      { upstreamUrl: backendUrl, keys, env: { NODE_EXTRA_CA_CERTS: CERTIFICATE } },
+      t,
+    );
     await eventually("the start-up probe's TLS handshake", async () => {
       return sampleValue(await scrape(gateway), "gateway_upstream_up") === 1;
     });
@@ -74,8 +60,8 @@ describe("an https backend", () => {
     assert.ok(seen.includes("GET /v1/pets?limit=20"), seen.join(", "));
   });
 
-  test("whose certificate the gateway does not trust gets 502, the gauge reads 0, and the gateway keeps serving", async () => {
-    const gateway = await start({});
+  test("whose certificate the gateway does not trust gets 502, the gauge reads 0, and the gateway keeps serving", async (t) => {
+    const gateway = await startGatewayProgram({ upstreamUrl: backendUrl, keys }, t);
     const answer = await request(`${gateway.origin}/v1/pets`, { key });
     assert.equal(answer.status, 502, answer.body);
     assert.equal((answer.json() as { code: string }).code, "UPSTREAM_UNAVAILABLE");

@@ -159,7 +159,7 @@ export interface TestGatewayProgram extends GatewayProcess {
 export interface GatewayProgramOptions {
   /** UPSTREAM_URL; absent: the program serves its own demo backend, as `npm start` does. */
   readonly upstreamUrl?: string;
-  /** Written to a file given as API_KEYS_FILE, unless the environment names one. */
+  /** Written to a file given as API_KEYS_FILE, unless the environment or the config names one. */
   readonly keys?: KeysOption;
   /**
    * Settings of a config file given as GATEWAY_CONFIG, unless the environment names one: both
@@ -204,7 +204,7 @@ function programEnvironment(options: GatewayProgramOptions): {
   keys: KeysFile | undefined;
 } {
   const given = options.env ?? {};
-  const keys = keysFor(options.keys, given.API_KEYS_FILE);
+  const keys = keysFor(options.keys, given.API_KEYS_FILE ?? keysFileOf(options.config));
   const env: Record<string, string> = {};
   if (options.upstreamUrl !== undefined) env.UPSTREAM_URL = options.upstreamUrl;
   if (keys) env.API_KEYS_FILE = keys.file;
