@@ -11,7 +11,7 @@ import { checkSync } from "recheck";
 import { PROJECT_ROOT } from "../../src/project-files.ts";
 import { FORMAT_INVENTORY } from "../../src/schema-formats.ts";
 import { createSchemaValidator } from "../../src/schema-validator.ts";
-import { type GatewayOnDemoBackend, startGatewayOnDemoBackend } from "../support/gateway.ts";
+import { type GatewayOnDemoBackend, startGateway } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { writeDocumentFiles } from "../support/openapi-documents.ts";
@@ -22,7 +22,8 @@ const TAG = "^(a+)+$";
 const ANSWER_MS = 100;
 const LONG = 100_000;
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 let gw: GatewayOnDemoBackend;
 
 before(async () => {
@@ -37,12 +38,12 @@ before(async () => {
     schema: { type: "string", pattern: TAG },
   });
   const folder = writeDocumentFiles({ "openapi.json": document });
-  gw = await startGatewayOnDemoBackend({
+  gw = await startGateway({
+    keys,
     config: {
       openapi: join(folder, "openapi.json"),
       // Room for the 100,000-character values, in the target and in the body.
       server: { maxHeaderBytes: 4 * LONG, maxRequestBodyBytes: 4 * LONG },
-      policies: { auth: { keysFile } },
     },
   });
 });

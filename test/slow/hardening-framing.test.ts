@@ -15,7 +15,8 @@ import { type RawOutcome, rawExchange } from "../support/raw-socket.ts";
 import { assertNoSecrets } from "../support/secrets.ts";
 import { sentinelReached } from "../support/sentinel.ts";
 
-const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 const AUTH = `Authorization: Bearer ${key}\r\n`;
 const BODY = '{"name":"Rex","categoryId":7}';
 const PROBES = framingProbes(key);
@@ -33,7 +34,7 @@ describe("request framing: every smuggling-shaped request is refused on a raw so
   before(async () => {
     backend = await startProgrammableBackend();
     backend.behave(contractAnswer);
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
     port = Number(new URL(gw.origin).port);
   });
   after(async () => {
@@ -42,7 +43,7 @@ describe("request framing: every smuggling-shaped request is refused on a raw so
     await backend.close();
     crashes.stop();
     assert.deepEqual(crashes.crashes, []);
-    assertNoSecrets(keys, [...gw.logs.raw, ...bodies, metrics.body], "framing suite output");
+    assertNoSecrets(keys.keys, [...gw.logs.raw, ...bodies, metrics.body], "framing suite output");
   });
 
   for (const [name, probe] of Object.entries(PROBES)) {
@@ -202,7 +203,7 @@ describe("one canonical path: what the policies judge is what the backend gets",
   before(async () => {
     backend = await startProgrammableBackend();
     backend.behave(contractAnswer);
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
     port = Number(new URL(gw.origin).port);
   });
   after(async () => {
@@ -297,10 +298,11 @@ describe("header hygiene, both directions", () => {
   before(async () => {
     backend = await startProgrammableBackend();
     backend.behave(contractAnswer);
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
     trusting = await startGateway({
       upstreamUrl: backend.url,
-      config: { server: { trustedProxies: ["127.0.0.1"] }, policies: { auth: { keysFile } } },
+      keys,
+      config: { server: { trustedProxies: ["127.0.0.1"] } },
     });
     port = Number(new URL(gw.origin).port);
   });

@@ -12,7 +12,8 @@ import { writeKeysFile } from "../support/keys.ts";
 import { rawExchange } from "../support/raw-socket.ts";
 import { sentinelReached } from "../support/sentinel.ts";
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 
 /** Requests numbered by their X-Request-Id; the last asks to close, so an exchange ends with its answer. */
 function numbered(count: number): { readonly requests: string[]; readonly ids: string[] } {
@@ -33,7 +34,7 @@ describe("pipelining: one connection cannot make the gateway hold an unbounded n
   const crashes = watchForCrashes();
   before(async () => {
     backend = await startProgrammableBackend();
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
     port = Number(new URL(gw.origin).port);
   });
   after(async () => {
@@ -49,7 +50,8 @@ describe("pipelining: one connection cannot make the gateway hold an unbounded n
     // Answers not held by the gateway (no contract check): only the depth bounds what is in flight.
     const streaming = await startGateway({
       upstreamUrl: backend.url,
-      config: { policies: { auth: { keysFile }, responseContract: { mode: "off" } } },
+      keys,
+      config: { policies: { responseContract: { mode: "off" } } },
     });
     // One request per write, a little apart, so that each read holds about one request.
     const parts = Array.from({ length: 3 * PIPELINE_DEPTH }, () => pipelinedRequest(key));

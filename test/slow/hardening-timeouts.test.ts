@@ -16,7 +16,8 @@ import { writeKeysFile } from "../support/keys.ts";
 import { dribble, parseResponses, rawExchange } from "../support/raw-socket.ts";
 import { assertNoSecrets, capturedOutputs } from "../support/secrets.ts";
 
-const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 const HEADERS_TIMEOUT_MS = 1000;
 const REQUEST_TIMEOUT_MS = 2000;
 // Node checks the two timeouts once per interval (min(1 s, headers timeout)): a generous bound
@@ -33,6 +34,7 @@ describe("timeouts that bite", () => {
     backend.behave(contractAnswer);
     gw = await startGateway({
       upstreamUrl: backend.url,
+      keys,
       config: {
         server: {
           headersTimeoutMs: HEADERS_TIMEOUT_MS,
@@ -40,7 +42,6 @@ describe("timeouts that bite", () => {
           keepAliveTimeoutMs: 600,
         },
         upstream: { timeoutMs: 500 },
-        policies: { auth: { keysFile } },
       },
     });
     port = Number(new URL(gw.origin).port);
@@ -51,7 +52,7 @@ describe("timeouts that bite", () => {
     await backend.close();
     crashes.stop();
     assert.deepEqual(crashes.crashes, []);
-    assertNoSecrets(keys, outputsGw, "everything the gateway wrote");
+    assertNoSecrets(keys.keys, outputsGw, "everything the gateway wrote");
   });
 
   test("a slowloris of 300 sockets dribbling header bytes is cut off within the bound while normal traffic goes on", async () => {
@@ -191,10 +192,10 @@ describe("a connection that never sends a byte", () => {
     const { port: backendPort } = slowBackend.address() as net.AddressInfo;
     gw = await startGateway({
       upstreamUrl: `http://127.0.0.1:${backendPort}/v1`,
+      keys,
       config: {
         server: { headersTimeoutMs: HEADERS_TIMEOUT_MS, requestTimeoutMs: REQUEST_TIMEOUT_MS * 3 },
         upstream: { timeoutMs: BACKEND_DELAY_MS * 3 },
-        policies: { auth: { keysFile } },
       },
     });
     port = Number(new URL(gw.origin).port);

@@ -16,7 +16,8 @@ import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { assertNoSecrets, capturedOutputs } from "../support/secrets.ts";
 
-const { file: keysFile, keys, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 
 interface Outcome {
   readonly startedAt: number;
@@ -55,7 +56,8 @@ describe("the backend restarts in the middle of a load run", () => {
     const port = Number(new URL(backend.url).port);
     const gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { upstream: { connectTimeoutMs: 500, timeoutMs: 1000 }, policies: { auth: { keysFile } } },
+      keys,
+      config: { upstream: { connectTimeoutMs: 500, timeoutMs: 1000 } },
     });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
     const outcomes: Outcome[] = [];
@@ -125,7 +127,7 @@ describe("the backend restarts in the middle of a load run", () => {
       crashes.stop();
     }
     assert.deepEqual(crashes.crashes, []);
-    assertNoSecrets(keys, outputs, "everything the gateway wrote");
+    assertNoSecrets(keys.keys, outputs, "everything the gateway wrote");
   });
 });
 
@@ -134,13 +136,13 @@ describe("a kept-alive backend socket reset before the first byte of an answer",
   let gw: TestGateway;
   before(async () => {
     backend = await startProgrammableBackend();
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
   });
   after(async () => {
     const outputsGw = await capturedOutputs(gw);
     await gw.close();
     await backend.close();
-    assertNoSecrets(keys, outputsGw, "everything the gateway wrote");
+    assertNoSecrets(keys.keys, outputsGw, "everything the gateway wrote");
   });
 
   /** Opens `count` backend connections that then sit idle in the gateway's pool. */
@@ -204,7 +206,8 @@ describe("no crash, whatever the backend sends and whenever the client leaves", 
     backend.behave(contractAnswer);
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { upstream: { timeoutMs: 600, connectTimeoutMs: 500 }, policies: { auth: { keysFile } } },
+      keys,
+      config: { upstream: { timeoutMs: 600, connectTimeoutMs: 500 } },
     });
   });
   after(async () => {
@@ -214,7 +217,7 @@ describe("no crash, whatever the backend sends and whenever the client leaves", 
     for (const server of rawBackends) server.close();
     crashes.stop();
     assert.deepEqual(crashes.crashes, []);
-    assertNoSecrets(keys, outputsGw, "everything the gateway wrote");
+    assertNoSecrets(keys.keys, outputsGw, "everything the gateway wrote");
   });
 
   /** A backend that answers every connection with these bytes, then closes. */
@@ -244,26 +247,26 @@ describe("no crash, whatever the backend sends and whenever the client leaves", 
   };
 
   for (const [name, bytes] of Object.entries(NOT_HTTP)) {
-    test(`a backend that sends ${name} gets the client a 502 (or a cut answer), and the gateway goes on`, async () => {
+    test(`a backend that sends ${name} gets the client a 502 (or a cut answer), and the gateway goes on`, async (t) => {
       const url = await rawBackend(bytes);
-      const odd = await startGateway({
-        upstreamUrl: url,
-        config: { upstream: { timeoutMs: 600 }, policies: { auth: { keysFile } } },
-      });
-      try {
-        const outcome = await request(`${odd.url}/pets`, { key }).then(
-          (answer) => answer,
-          (error: Error) => error,
-        );
-        if (outcome instanceof Error) assert.match(outcome.message, /aborted|socket hang up|ECONNRESET/);
-        else {
-          assert.ok(outcome.status === 502 || outcome.status === 504, `${outcome.status}`);
-          assert.ok(gw.gateway.api.validateError(outcome.json()));
-        }
-        assert.equal((await request(`${gw.url}/pets`, { key })).status, 200);
-      } finally {
-        await odd.close();
+      const odd = await startGateway(
+        {
+          upstreamUrl: url,
+          keys,
+          config: { upstream: { timeoutMs: 600 } },
+        },
+        t,
+      );
+      const outcome = await request(`${odd.url}/pets`, { key }).then(
+        (answer) => answer,
+        (error: Error) => error,
+      );
+      if (outcome instanceof Error) assert.match(outcome.message, /aborted|socket hang up|ECONNRESET/);
+      else {
+        assert.ok(outcome.status === 502 || outcome.status === 504, `${outcome.status}`);
+        assert.ok(gw.gateway.api.validateError(outcome.json()));
       }
+      assert.equal((await request(`${gw.url}/pets`, { key })).status, 200);
     });
   }
 
@@ -284,23 +287,23 @@ describe("no crash, whatever the backend sends and whenever the client leaves", 
     ],
   ];
   for (const [name, method, bytes, status] of BODY_AFTER_BODYLESS) {
-    test(`a backend that sends ${name} still gets the client that answer, whole, and the gateway goes on`, async () => {
+    test(`a backend that sends ${name} still gets the client that answer, whole, and the gateway goes on`, async (t) => {
       const url = await rawBackend(bytes);
-      const odd = await startGateway({
-        upstreamUrl: url,
-        config: { upstream: { timeoutMs: 600 }, policies: { auth: { keysFile } } },
-      });
-      try {
-        const answer = await request(`${odd.url}/pets`, { key, method });
-        assert.equal(answer.status, status);
-        assert.equal(answer.body, "");
-        const line = await eventually("the access line", () => odd.logs.messages("request")[0]);
-        assert.equal(line.status, status);
-        assert.equal(line.aborted, undefined);
-        assert.equal((await request(`${gw.url}/pets`, { key })).status, 200);
-      } finally {
-        await odd.close();
-      }
+      const odd = await startGateway(
+        {
+          upstreamUrl: url,
+          keys,
+          config: { upstream: { timeoutMs: 600 } },
+        },
+        t,
+      );
+      const answer = await request(`${odd.url}/pets`, { key, method });
+      assert.equal(answer.status, status);
+      assert.equal(answer.body, "");
+      const line = await eventually("the access line", () => odd.logs.messages("request")[0]);
+      assert.equal(line.status, status);
+      assert.equal(line.aborted, undefined);
+      assert.equal((await request(`${gw.url}/pets`, { key })).status, 200);
     });
   }
 

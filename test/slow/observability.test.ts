@@ -1,12 +1,8 @@
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { buildOpsServer } from "../../src/gateway.ts";
 import { createOpsHandler, type OpsSource, type ServedReport } from "../../src/ops.ts";
@@ -18,14 +14,14 @@ import {
   startProgrammableBackend,
 } from "../fixtures/programmable-backend.ts";
 import { eventually } from "../support/eventually.ts";
-import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { startGateway, startGatewayProgram, type TestGateway } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { parsePrometheus, type Sample, sampleValue, scrape } from "../support/metrics.ts";
 import { findProgram } from "../support/processes.ts";
-import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
 
-const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex"]);
+const keys = writeKeysFile(["acme", "globex"]);
+const { keyOf } = keys;
 const acme = keyOf("acme");
 const globex = keyOf("globex");
 const PET = '{"id":1,"name":"Rex","categoryId":3,"status":"available"}';
@@ -90,7 +86,7 @@ describe("metrics and access log after a known mix of requests", () => {
   let samples: Sample[];
   before(async () => {
     backend = await startPetBackend();
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
     const send = (path: string, options: Parameters<typeof request>[1] = {}) =>
       request(`${gw.origin}${path}`, options);
     const expectStatus = async (status: number, answer: Promise<{ status: number }>) =>
@@ -291,7 +287,7 @@ describe("request ids, secrets and bounded labels", () => {
   let gw: TestGateway;
   before(async () => {
     backend = await startPetBackend();
-    gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    gw = await startGateway({ upstreamUrl: backend.url, keys });
   });
   after(async () => {
     await gw.close();
@@ -444,7 +440,7 @@ describe("request ids, secrets and bounded labels", () => {
 describe("health", () => {
   test("/healthz stays 200 while /readyz turns 503 once the gateway drains", async () => {
     const backend = await startPetBackend();
-    const gw = await startGateway({ upstreamUrl: backend.url, config: { policies: { auth: { keysFile } } } });
+    const gw = await startGateway({ upstreamUrl: backend.url, keys });
     try {
       assert.equal((await request(`${gw.opsUrl}/healthz`)).status, 200);
       const ready = await request(`${gw.opsUrl}/readyz`);
@@ -469,7 +465,8 @@ describe("health", () => {
     const backend = await startProgrammableBackend();
     const gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { upstream: { probeIntervalMs: 100 }, policies: { auth: { keysFile } } },
+      keys,
+      config: { upstream: { probeIntervalMs: 100 } },
     });
     try {
       await eventually("gateway_upstream_up reads 1 with no request sent", async () => {
@@ -500,7 +497,8 @@ describe("health", () => {
     const url = `http://127.0.0.1:${(backend.address() as net.AddressInfo).port}/v1`;
     const gw = await startGateway({
       upstreamUrl: url,
-      config: { upstream: { probeIntervalMs: 100 }, policies: { auth: { keysFile } } },
+      keys,
+      config: { upstream: { probeIntervalMs: 100 } },
     });
     try {
       await eventually("the start-up probe", () => connections >= 1);
@@ -528,7 +526,7 @@ describe("health", () => {
     const backend = await startProgrammableBackend();
     const url = backend.url;
     await backend.close();
-    const gw = await startGateway({ upstreamUrl: url, config: { policies: { auth: { keysFile } } } });
+    const gw = await startGateway({ upstreamUrl: url, keys });
     try {
       assert.equal((await request(`${gw.url}/pets`, { key: acme })).status, 502);
       assert.equal(sampleValue(await scrape(gw), "gateway_upstream_up"), 0);
@@ -540,60 +538,41 @@ describe("health", () => {
 });
 
 describe("the gateway program", () => {
-  test("a clean stop loses no access line: every request sent before SIGTERM is on stdout", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "gw-flush-"));
-    const configFile = join(dir, "gateway.json");
-    const base = JSON.parse(readFileSync(join(PROJECT_ROOT, "config/gateway.json"), "utf8")) as Record<
-      string,
-      unknown
-    >;
-    writeFileSync(configFile, JSON.stringify({ ...base, server: { shutdownDrainMs: 50 } }));
-    const child = spawn(process.execPath, GATEWAY_PROGRAM, {
-      cwd: PROJECT_ROOT,
-      env: { ...childEnv(), PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    try {
-      let stdout = "";
-      child.stdout.on("data", (chunk: Buffer) => {
-        stdout += chunk.toString();
-      });
-      const [line] = (await once(createInterface({ input: child.stderr }), "line")) as [string];
-      const match = /Bearer (\S+)' (http:\/\/localhost:\d+)\/v1\/pets/.exec(line);
-      assert.ok(match, line);
-      const origin = (match[2] as string).replace("localhost", "127.0.0.1");
-      const sent = 300;
-      const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-      await Promise.all(
-        Array.from(
-          { length: sent },
-          (_, i) =>
-            new Promise<void>((resolve, reject) => {
-              http
-                .get(
-                  `${origin}/v1/pets/${(i % 3) + 1}`,
-                  { agent, headers: { authorization: `Bearer ${match[1]}`, "x-request-id": `flush-${i}` } },
-                  (res) => res.resume().on("end", resolve),
-                )
-                .on("error", reject);
-            }),
-        ),
-      );
-      agent.destroy();
-      child.kill("SIGTERM");
-      const [code] = await once(child, "exit");
-      assert.equal(code, 0);
-      const lines = stdout
-        .trim()
-        .split("\n")
-        .map((text) => JSON.parse(text) as Record<string, unknown>);
-      const ids = new Set(lines.filter((l) => l.msg === "request").map((l) => String(l.reqId)));
-      assert.equal(ids.size, sent);
-      for (let i = 0; i < sent; i++) assert.ok(ids.has(`flush-${i}`), `flush-${i}`);
-      assert.equal(lines.at(-1)?.msg, "stopped");
-      assert.ok(!stdout.includes(String(match[1])), "the demo key reached the log");
-    } finally {
-      if (child.exitCode === null) child.kill("SIGKILL");
-    }
+  test("a clean stop loses no access line: every request sent before SIGTERM is on stdout", async (t) => {
+    const program = await startGatewayProgram(
+      { keys: false, config: { server: { shutdownDrainMs: 50 } } },
+      t,
+    );
+    const [line = ""] = program.stderr().split("\n");
+    const match = /Bearer (\S+)' (http:\/\/localhost:\d+)\/v1\/pets/.exec(line);
+    assert.ok(match, line);
+    const origin = (match[2] as string).replace("localhost", "127.0.0.1");
+    const sent = 300;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+    await Promise.all(
+      Array.from(
+        { length: sent },
+        (_, i) =>
+          new Promise<void>((resolve, reject) => {
+            http
+              .get(
+                `${origin}/v1/pets/${(i % 3) + 1}`,
+                { agent, headers: { authorization: `Bearer ${match[1]}`, "x-request-id": `flush-${i}` } },
+                (res) => res.resume().on("end", resolve),
+              )
+              .on("error", reject);
+          }),
+      ),
+    );
+    agent.destroy();
+    const code = await program.stop("SIGTERM");
+    assert.equal(code, 0);
+    assert.deepEqual(program.notJson, [], "every stdout line is JSON");
+    const lines = program.lines;
+    const ids = new Set(lines.filter((l) => l.msg === "request").map((l) => String(l.reqId)));
+    assert.equal(ids.size, sent);
+    for (let i = 0; i < sent; i++) assert.ok(ids.has(`flush-${i}`), `flush-${i}`);
+    assert.equal(lines.at(-1)?.msg, "stopped");
+    assert.ok(!program.raw.join("\n").includes(String(match[1])), "the demo key reached the log");
   });
 });

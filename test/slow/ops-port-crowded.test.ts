@@ -15,7 +15,7 @@ import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { PROJECT_ROOT } from "../support/program.ts";
 
-const { file: keysFile } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
 /** The default cap, as a deployment has it. */
 const MAX_OPS_CONNECTIONS = 64;
 const PROBE_DEADLINE_MS = 1000;
@@ -89,7 +89,8 @@ describe("the ops port with every connection held by others", () => {
     backend = await startProgrammableBackend();
     gw = await startGateway({
       upstreamUrl: backend.url,
-      config: { server: { maxOpsConnections: MAX_OPS_CONNECTIONS }, policies: { auth: { keysFile } } },
+      keys,
+      config: { server: { maxOpsConnections: MAX_OPS_CONNECTIONS } },
     });
     // Four times the cap, each asking every second: each one idle is what a newcomer reclaims.
     hostile = crowd(Number(new URL(gw.opsUrl).port), 4 * MAX_OPS_CONNECTIONS, 1000, ["/healthz"]);

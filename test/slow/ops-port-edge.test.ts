@@ -14,7 +14,7 @@ import { startGateway, type TestGateway } from "../support/gateway.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { dribble, parseResponses, rawExchange } from "../support/raw-socket.ts";
 
-const { file: keysFile } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
 const HEADERS_TIMEOUT_MS = 1000;
 const REQUEST_TIMEOUT_MS = 2000;
 // The ops port's own keep-alive, well below the public port's: an idle connection there only
@@ -34,6 +34,7 @@ describe("the ops port's edge", () => {
     backend = await startProgrammableBackend();
     gw = await startGateway({
       upstreamUrl: backend.url,
+      keys,
       config: {
         server: {
           headersTimeoutMs: HEADERS_TIMEOUT_MS,
@@ -42,7 +43,6 @@ describe("the ops port's edge", () => {
           opsKeepAliveTimeoutMs: OPS_KEEP_ALIVE_TIMEOUT_MS,
           maxOpsConnections: MAX_OPS_CONNECTIONS,
         },
-        policies: { auth: { keysFile } },
       },
     });
     opsPort = Number(new URL(gw.opsUrl).port);
