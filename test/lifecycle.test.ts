@@ -14,8 +14,8 @@ import { writeKeysFile } from "./support/keys.ts";
 import { sampleValue, scrape } from "./support/metrics.ts";
 import { OWN_DOCUMENT } from "./support/openapi-documents.ts";
 import { declaredResponseHeaders } from "./support/policy-harness.ts";
-import { type BackendProcess, runProgram, startDemoBackendProcess } from "./support/processes.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "./support/program.ts";
+import { type BackendProcess, startDemoBackendProcess } from "./support/processes.ts";
+import { PROJECT_ROOT } from "./support/program.ts";
 
 const keys = writeKeysFile(["acme", "globex", "initech"]);
 const { keyOf } = keys;

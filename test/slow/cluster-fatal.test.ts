@@ -2,25 +2,23 @@
 // `fatal error` line, and its workers stop with it.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { boundedConfigFile } from "../support/config-file.ts";
+import { boundedConfig } from "../support/config-file.ts";
 import { eventually } from "../support/eventually.ts";
+import { startGatewayProgram } from "../support/gateway.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import { fatalLines, startGatewayProcess } from "../support/processes.ts";
+import { fatalLines } from "../support/processes.ts";
 
 describe("a bug that reaches the top of a cluster primary", () => {
-  const { file: keysFile } = writeKeysFile(["acme"]);
+  const keys = writeKeysFile(["acme"]);
   for (const fault of ["exception", "rejection"]) {
     test(`(an uncaught ${fault}) is logged as 'fatal error', exits 70, and the workers stop too`, async () => {
-      const gw = await startGatewayProcess(
-        {
-          HOST: "127.0.0.1",
-          GATEWAY_CONFIG: boundedConfigFile({}),
-          UPSTREAM_URL: "http://127.0.0.1:9/v1",
-          API_KEYS_FILE: keysFile,
-          FAULT: fault,
-        },
-        ["test/fixtures/faulty-primary.ts"],
-      );
+      const gw = await startGatewayProgram({
+        upstreamUrl: "http://127.0.0.1:9/v1",
+        keys,
+        config: boundedConfig(),
+        env: { HOST: "127.0.0.1", FAULT: fault },
+        program: ["test/fixtures/faulty-primary.ts"],
+      });
       try {
         const pids = await eventually("both workers listening", () => {
           const listening = gw.lines

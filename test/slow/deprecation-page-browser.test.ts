@@ -21,9 +21,9 @@ import {
   runReportCommand,
 } from "../support/deprecation-page.ts";
 import { eventually } from "../support/eventually.ts";
+import { startGatewayProgram, type TestGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
 import { PROJECT_ROOT } from "../support/program.ts";
 
 /** Debian's chromium package; `.ci/run` installs it for this suite. */
@@ -76,7 +76,7 @@ async function watch(page: Page): Promise<Trouble> {
 
 describe("the deprecation page in Chromium, from a cluster of two workers", { skip: NO_CHROMIUM }, () => {
   let backend: ProgrammableBackend;
-  let gateway: GatewayProcess;
+  let gateway: TestGatewayProgram;
   let browser: Browser;
   let report: DeprecationReport;
   let fileUrl: string;
@@ -86,7 +86,8 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
   before(async () => {
     mkdirSync(OUTPUT, { recursive: true });
     const dir = mkdtempSync(join(tmpdir(), "gw-page-"));
-    const { file: keysFile, keyOf } = writeKeysFile(["acme", "globex", "initech"], dir);
+    const keys = writeKeysFile(["acme", "globex", "initech"], dir);
+    const { keyOf } = keys;
     const clockFile = join(dir, "clock");
     // By a rename: a process reading the clock while it is rewritten would read "" (the year 1970).
     setClock = (iso) => {
@@ -96,10 +97,12 @@ describe("the deprecation page in Chromium, from a cluster of two workers", { sk
     setClock("2030-10-20T00:00:00Z");
     backend = await startProgrammableBackend();
     backend.behave(contractBrokenForPet13("<b>seven</b>"));
-    gateway = await startGatewayProcess(
-      { WORKERS: "2", CLOCK_FILE: clockFile, API_KEYS_FILE: keysFile, UPSTREAM_URL: backend.url },
-      ["test/fixtures/clocked-gateway.ts"],
-    );
+    gateway = await startGatewayProgram({
+      upstreamUrl: backend.url,
+      keys,
+      env: { WORKERS: "2", CLOCK_FILE: clockFile },
+      program: ["test/fixtures/clocked-gateway.ts"],
+    });
     await eventually(
       "both workers listening",
       () => gateway.lines.filter((line) => line.msg === "worker listening").length >= 2,

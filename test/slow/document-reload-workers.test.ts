@@ -7,29 +7,22 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
 import { eventually } from "../support/eventually.ts";
+import { startGatewayProgram, type TestGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
-import { writeKeysFile } from "../support/keys.ts";
 import { type Sample, scrape } from "../support/metrics.ts";
 import { writeDocumentFiles } from "../support/openapi-documents.ts";
-import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
 
 const PET_STORE = JSON.parse(readFileSync(DEFAULT_OPENAPI_FILE, "utf8"));
 const versionsIn = (samples: readonly Sample[]) =>
   samples.filter((sample) => sample.name === "gateway_document_info").map((sample) => sample.labels.version);
 
-let gateway: GatewayProcess;
+let gateway: TestGatewayProgram;
 let file: string;
 let key: string;
 before(async () => {
-  const keys = writeKeysFile(["acme"]);
-  key = keys.key as string;
   file = join(writeDocumentFiles({ "openapi.json": PET_STORE }), "openapi.json");
-  gateway = await startGatewayProcess({
-    WORKERS: "2",
-    GATEWAY_CONFIG: "",
-    OPENAPI_FILE: file,
-    API_KEYS_FILE: keys.file,
-  });
+  gateway = await startGatewayProgram({ env: { WORKERS: "2", OPENAPI_FILE: file } });
+  key = gateway.key;
   await eventually(
     "both workers listening",
     () => gateway.lines.filter((line) => line.msg === "worker listening").length >= 2,

@@ -16,8 +16,8 @@ import {
 } from "../fixtures/programmable-backend.ts";
 import { eventually } from "../support/eventually.ts";
 import { pipelinedRequest } from "../support/framing-probes.ts";
+import { startGatewayProgram, type TestGatewayProgram } from "../support/gateway.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
 
 const CONNECTIONS = 30;
 const PIPELINED = 32;
@@ -28,9 +28,10 @@ const PAGE = JSON.stringify(
   Array.from({ length: 6500 }, (_, id) => ({ id, name: PET_NAME, categoryId: 7, status: "available" })),
 );
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 let backend: ProgrammableBackend;
-let gateway: GatewayProcess;
+let gateway: TestGatewayProgram;
 
 /** Resident set of the gateway process, from the kernel. */
 function rssOf(pid: number): number {
@@ -52,12 +53,12 @@ before(async () => {
   assert.ok(PAGE.length > 900_000 && PAGE.length < 1_048_576, `a page of ${PAGE.length} bytes`);
   backend = await startProgrammableBackend();
   backend.behave(() => jsonAnswer(200, PAGE));
-  gateway = await startGatewayProcess({ API_KEYS_FILE: keysFile, UPSTREAM_URL: backend.url }, [
+  gateway = await startGatewayProgram({
+    upstreamUrl: backend.url,
+    keys,
     // Node's flags as `npm start` gives them (a small young generation), and a GC on demand.
-    ...GATEWAY_NODE_FLAGS,
-    "--expose-gc",
-    "test/fixtures/measured-gateway.ts",
-  ]);
+    program: [...GATEWAY_NODE_FLAGS, "--expose-gc", "test/fixtures/measured-gateway.ts"],
+  });
 });
 after(async () => {
   await gateway?.stop();

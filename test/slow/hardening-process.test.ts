@@ -1,11 +1,8 @@
 // The gateway program itself (as `npm start` runs it), as operators run it: everything bad at once
 // does not crash it or leak a key, and SIGTERM drains it gracefully within its deadline.
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { contractAnswer } from "../fixtures/contract-answer.ts";
@@ -16,13 +13,15 @@ import {
 } from "../fixtures/programmable-backend.ts";
 import { eventually } from "../support/eventually.ts";
 import { framingProbes, pipelinedRequest } from "../support/framing-probes.ts";
+import { startGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
+import type { GatewayProcess } from "../support/processes.ts";
 import { parseResponses, rawExchange } from "../support/raw-socket.ts";
 import { assertNoSecrets } from "../support/secrets.ts";
 
-const { file: keysFile, keys, key, keyOf } = writeKeysFile(["acme", "globex"]);
+const keys = writeKeysFile(["acme", "globex"]);
+const { key, keyOf } = keys;
 
 /** The harness's gateway process with what these tests time and read: its /v1 URL, and its exit with when it happened. */
 interface TimedGateway extends Omit<GatewayProcess, "exited"> {
@@ -32,16 +31,12 @@ interface TimedGateway extends Omit<GatewayProcess, "exited"> {
 }
 
 async function spawnGateway(upstreamUrl: string, config: Record<string, unknown>): Promise<TimedGateway> {
-  const dir = mkdtempSync(join(tmpdir(), "gw-process-"));
-  const configFile = join(dir, "gateway.json");
-  // Loopback only, the ops port included (HOST covers the public one).
-  writeFileSync(configFile, JSON.stringify({ opsHost: "127.0.0.1", ...config }));
-  const gw = await startGatewayProcess({
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "info",
-    GATEWAY_CONFIG: configFile,
-    UPSTREAM_URL: upstreamUrl,
-    API_KEYS_FILE: keysFile,
+  // Loopback only, the ops port included (startGatewayProgram's config; HOST covers the public one).
+  const gw = await startGatewayProgram({
+    upstreamUrl,
+    keys,
+    config,
+    env: { HOST: "127.0.0.1", LOG_LEVEL: "info" },
   });
   return {
     ...gw,
@@ -330,7 +325,7 @@ describe("the gateway process under everything at once", () => {
         [],
       );
       const checked = assertNoSecrets(
-        keys,
+        keys.keys,
         [...gw.raw, ...outputs, gw.stderr()],
         "the gateway process's output",
       );

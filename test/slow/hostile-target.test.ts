@@ -3,20 +3,14 @@
 // stall for one is a stall for all. Loose bounds only (the machine running `npm test` is shared);
 // `npm run soak -- --hostile` holds the tight ones.
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { startGatewayProgram, type TestGatewayProgram } from "../support/gateway.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import {
-  type BackendProcess,
-  type GatewayProcess,
-  startDemoBackendProcess,
-  startGatewayProcess,
-} from "../support/processes.ts";
+import { type BackendProcess, startDemoBackendProcess } from "../support/processes.ts";
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 // Node's default header limit (16 KB) holds the request line: the target stays just under it.
 const HOSTILE_TARGETS: Readonly<Record<string, string>> = {
   "?key pieces": `/v1/pets${"?key".repeat(3_900)}`,
@@ -27,18 +21,13 @@ const HOSTILE_TARGETS: Readonly<Record<string, string>> = {
 const GIVE_UP_MS = 5_000;
 
 let backend: BackendProcess;
-let gateway: GatewayProcess;
+let gateway: TestGatewayProgram;
 before(async () => {
   backend = await startDemoBackendProcess();
-  const dir = mkdtempSync(join(tmpdir(), "gw-hostile-"));
-  const configFile = join(dir, "gateway.json");
-  writeFileSync(configFile, JSON.stringify({ opsHost: "127.0.0.1" }));
-  gateway = await startGatewayProcess({
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "info",
-    GATEWAY_CONFIG: configFile,
-    UPSTREAM_URL: backend.url,
-    API_KEYS_FILE: keysFile,
+  gateway = await startGatewayProgram({
+    upstreamUrl: backend.url,
+    keys,
+    env: { HOST: "127.0.0.1", LOG_LEVEL: "info" },
   });
 });
 after(async () => {

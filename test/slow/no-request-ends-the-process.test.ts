@@ -4,10 +4,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
-import { boundedConfigFile } from "../support/config-file.ts";
+import { boundedConfig } from "../support/config-file.ts";
 import { eventually } from "../support/eventually.ts";
+import { startGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
-import { fatalLines, type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
+import { fatalLines, type GatewayProcess } from "../support/processes.ts";
 import { rawExchange } from "../support/raw-socket.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_123);
@@ -19,10 +20,10 @@ const ABSOLUTE_FORM = [
 ];
 /** The demo, as `npm start` runs it, with every worker listening. */
 async function startDemo(workers: number): Promise<GatewayProcess> {
-  const gw = await startGatewayProcess({
-    HOST: "127.0.0.1",
-    WORKERS: String(workers),
-    GATEWAY_CONFIG: boundedConfigFile({}),
+  const gw = await startGatewayProgram({
+    keys: false,
+    config: boundedConfig(),
+    env: { HOST: "127.0.0.1", WORKERS: String(workers) },
   });
   await eventually(
     "every worker listening",

@@ -5,29 +5,23 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { boundedConfigFile } from "../support/config-file.ts";
+import { boundedConfig, boundedConfigFile } from "../support/config-file.ts";
+import { runGatewayProgram, startGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
 import { writeDocumentFiles } from "../support/openapi-documents.ts";
-import {
-  type BackendProcess,
-  type GatewayProcess,
-  runProgram,
-  startDemoBackendProcess,
-  startGatewayProcess,
-} from "../support/processes.ts";
-import { GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
+import { type BackendProcess, runProgram, startDemoBackendProcess } from "../support/processes.ts";
+import { PROJECT_ROOT } from "../support/program.ts";
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { file: keysFile, key } = keys;
 const YAML_30 = join(PROJECT_ROOT, "test/fixtures/openapi-3.0/openapi.yaml");
 let backend: BackendProcess;
-const gateways: GatewayProcess[] = [];
 
 before(async () => {
   backend = await startDemoBackendProcess();
 });
 after(async () => {
-  await Promise.all(gateways.map((gateway) => gateway.stop()));
   await backend.close();
 });
 
@@ -38,14 +32,11 @@ function disagreeingDocument(): string {
   return join(writeDocumentFiles({ "openapi.json": document }), "openapi.json");
 }
 
-test("OPENAPI_FILE naming a 3.0 YAML document split over two files starts the gateway", async () => {
-  const gateway = await startGatewayProcess({
-    OPENAPI_FILE: YAML_30,
-    UPSTREAM_URL: backend.url,
-    API_KEYS_FILE: keysFile,
-    GATEWAY_CONFIG: boundedConfigFile(),
-  });
-  gateways.push(gateway);
+test("OPENAPI_FILE naming a 3.0 YAML document split over two files starts the gateway", async (t) => {
+  const gateway = await startGatewayProgram(
+    { upstreamUrl: backend.url, keys, config: boundedConfig(), env: { OPENAPI_FILE: YAML_30 } },
+    t,
+  );
   const created = await request(`${gateway.origin}/v1/pets`, {
     key,
     method: "POST",
@@ -68,24 +59,24 @@ test("OPENAPI_FILE naming a 3.0 YAML document split over two files starts the ga
   assert.equal(fetched.headers.deprecation, undefined, "no date, no Deprecation header");
 });
 
-test("servers that disagree stop start-up in one line naming them; basePath in the config settles it", async () => {
+test("servers that disagree stop start-up in one line naming them; basePath in the config settles it", async (t) => {
   const openapi = disagreeingDocument();
-  const { code, stderr } = await runProgram(GATEWAY_PROGRAM, {
-    env: { PORT: "0", OPS_PORT: "0", OPENAPI_FILE: openapi },
-  });
+  const { code, stderr } = await runGatewayProgram({ keys: false, env: { OPENAPI_FILE: openapi } });
   assert.equal(code, 1);
   assert.equal(stderr.trim().split("\n").length, 1, stderr);
   assert.match(
     stderr,
     /servers disagree on the base path \(\/v1 in https:\/\/petstore\.example\.com\/v1, \/ in http:\/\/localhost:3000\): set basePath in the gateway config/,
   );
-  const gateway = await startGatewayProcess({
-    OPENAPI_FILE: openapi,
-    UPSTREAM_URL: backend.url,
-    API_KEYS_FILE: keysFile,
-    GATEWAY_CONFIG: boundedConfigFile({ basePath: "/v1" }),
-  });
-  gateways.push(gateway);
+  const gateway = await startGatewayProgram(
+    {
+      upstreamUrl: backend.url,
+      keys,
+      config: boundedConfig({ basePath: "/v1" }),
+      env: { OPENAPI_FILE: openapi },
+    },
+    t,
+  );
   assert.equal((await request(`${gateway.origin}/v1/pets`, { key })).status, 200);
 });
 
@@ -103,7 +94,7 @@ test("a date given in the document and the config: plan and gateway both refuse,
   });
   const [plan, gateway] = await Promise.all([
     run(["scripts/plan.ts", "--config", config]),
-    run([...GATEWAY_PROGRAM], { GATEWAY_CONFIG: config }),
+    runGatewayProgram({ keys: false, env: { GATEWAY_CONFIG: config } }),
   ]);
   assert.equal(plan.code, 1);
   assert.equal(gateway.code, 1);
@@ -127,7 +118,7 @@ test("a pattern with a lookahead: plan and gateway both refuse, with the same li
   });
   const [plan, gateway] = await Promise.all([
     run(["scripts/plan.ts", "--config", config]),
-    run([...GATEWAY_PROGRAM], { GATEWAY_CONFIG: config }),
+    runGatewayProgram({ keys: false, env: { GATEWAY_CONFIG: config } }),
   ]);
   assert.equal(plan.code, 1);
   assert.equal(gateway.code, 1);

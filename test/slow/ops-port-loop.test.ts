@@ -16,9 +16,9 @@ import { contractAnswer } from "../fixtures/contract-answer.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
 import { watchForCrashes } from "../support/crashes.ts";
 import { eventually } from "../support/eventually.ts";
+import { startGatewayProgram, type TestGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
 import { PROJECT_ROOT } from "../support/program.ts";
 
 const CALLERS = 10_000;
@@ -44,7 +44,7 @@ type Page = DeprecationReport & { next?: string };
 
 describe("the ops port with 10,000 callers in its report", () => {
   let backend: ProgrammableBackend;
-  let gw: GatewayProcess;
+  let gw: TestGatewayProgram;
   const crashes = watchForCrashes();
   /** The gateway's loop figures since the last call (test/fixtures/loop-watched-gateway.ts). */
   const loopFigures = async () => {
@@ -61,10 +61,12 @@ describe("the ops port with 10,000 callers in its report", () => {
     backend = await startProgrammableBackend();
     backend.behave(contractAnswer);
     // As `npm start` runs it (its young generation among its flags), one process.
-    gw = await startGatewayProcess({ API_KEYS_FILE: keys.file, UPSTREAM_URL: backend.url, WORKERS: "1" }, [
-      ...GATEWAY_NODE_FLAGS,
-      "test/fixtures/loop-watched-gateway.ts",
-    ]);
+    gw = await startGatewayProgram({
+      upstreamUrl: backend.url,
+      keys,
+      env: { WORKERS: "1" },
+      program: [...GATEWAY_NODE_FLAGS, "test/fixtures/loop-watched-gateway.ts"],
+    });
     // Each consumer calls the deprecated getPet once, 32 at a time.
     let next = 0;
     await Promise.all(

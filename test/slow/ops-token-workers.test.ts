@@ -8,9 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { eventually } from "../support/eventually.ts";
+import { runGatewayProgram, startGatewayProgram, type TestGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
-import { type GatewayProcess, runProgram, startGatewayProcess } from "../support/processes.ts";
-import { GATEWAY_PROGRAM } from "../support/program.ts";
 import { assertNoneOf } from "../support/secrets.ts";
 
 const first = randomBytes(32).toString("hex");
@@ -19,7 +18,7 @@ const dir = mkdtempSync(join(tmpdir(), "gw-ops-token-workers-"));
 const tokenFile = join(dir, "token");
 
 describe("WORKERS=2 with OPS_TOKEN_FILE: the primary's ops port asks for the token", () => {
-  let gateway: GatewayProcess;
+  let gateway: TestGatewayProgram;
   const answers: string[] = [];
   const get = async (path: string, token?: string) => {
     const answer = await request(`${gateway.opsUrl}${path}`, token === undefined ? {} : { key: token });
@@ -28,7 +27,8 @@ describe("WORKERS=2 with OPS_TOKEN_FILE: the primary's ops port asks for the tok
   };
   before(async () => {
     writeFileSync(tokenFile, `${first}\n`);
-    gateway = await startGatewayProcess({ WORKERS: "2", GATEWAY_CONFIG: "", OPS_TOKEN_FILE: tokenFile });
+    // The demo, with the key it makes itself.
+    gateway = await startGatewayProgram({ keys: false, env: { WORKERS: "2", OPS_TOKEN_FILE: tokenFile } });
     await eventually(
       "both workers listening",
       () => gateway.lines.filter((line) => line.msg === "worker listening").length >= 2,
@@ -75,8 +75,9 @@ describe("WORKERS=2 with OPS_TOKEN_FILE: the primary's ops port asks for the tok
 });
 
 test("WORKERS=2 with a token file the primary cannot read stops before any worker starts, in one line", async () => {
-  const run = await runProgram(GATEWAY_PROGRAM, {
-    env: { WORKERS: "2", GATEWAY_CONFIG: "", PORT: "0", OPS_PORT: "0", OPS_TOKEN_FILE: join(dir, "absent") },
+  const run = await runGatewayProgram({
+    keys: false,
+    env: { WORKERS: "2", OPS_TOKEN_FILE: join(dir, "absent") },
   });
   assert.equal(run.code, 1);
   assert.match(

@@ -2,19 +2,15 @@
 // on to every worker. The key file is replaced, and the new key works before the file's own
 // polling (set to its longest, 4 s) could have noticed.
 import assert from "node:assert/strict";
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { eventually } from "../support/eventually.ts";
+import { startGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import {
-  type BackendProcess,
-  type GatewayProcess,
-  startDemoBackendProcess,
-  startGatewayProcess,
-} from "../support/processes.ts";
+import { type BackendProcess, type GatewayProcess, startDemoBackendProcess } from "../support/processes.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "petstore-reload-"));
 let backend: BackendProcess;
@@ -40,13 +36,10 @@ for (const workers of [1, 2]) {
       const next = writeKeysFile(["fresh"]);
       const keysFile = `${own}.keys.json`;
       renameSync(first.file, keysFile);
-      const configFile = `${own}.config.json`;
-      writeFileSync(configFile, JSON.stringify({ policies: { auth: { reloadIntervalMs: 4000 } } }));
-      gateway = await startGatewayProcess({
-        GATEWAY_CONFIG: configFile,
-        API_KEYS_FILE: keysFile,
-        UPSTREAM_URL: backend.url,
-        WORKERS: String(workers),
+      gateway = await startGatewayProgram({
+        upstreamUrl: backend.url,
+        config: { policies: { auth: { reloadIntervalMs: 4000 } } },
+        env: { API_KEYS_FILE: keysFile, WORKERS: String(workers) },
       });
       const url = `${gateway.origin}/v1/pets`;
       // Every worker up, so that each has a file to read again (a later one would read the new file anyway).

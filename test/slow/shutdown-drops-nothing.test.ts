@@ -4,29 +4,22 @@
 // not count a connection without a request yet as idle; this holds the gateway to that).
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { GATEWAY_NODE_FLAGS } from "../../scripts/start-command.ts";
+import { startGatewayProgram } from "../support/gateway.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import {
-  type BackendProcess,
-  type GatewayProcess,
-  startDemoBackendProcess,
-  startGatewayProcess,
-} from "../support/processes.ts";
+import { type BackendProcess, type GatewayProcess, startDemoBackendProcess } from "../support/processes.ts";
 
 const DRAIN_MS = 1500;
 const directory = mkdtempSync(join(tmpdir(), "petstore-shutdown-"));
-const configFile = join(directory, "gateway.json");
-writeFileSync(
-  configFile,
-  JSON.stringify({ server: { shutdownDrainMs: DRAIN_MS, shutdownTimeoutMs: 15_000 } }),
-);
-const { file: keysFile, key } = writeKeysFile(["acme"], directory);
+const config = { server: { shutdownDrainMs: DRAIN_MS, shutdownTimeoutMs: 15_000 } };
+const keys = writeKeysFile(["acme"], directory);
+const { key } = keys;
 let backend: BackendProcess;
 
 before(async () => {
@@ -40,12 +33,7 @@ after(async () => {
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 function startGatewayWith(workers: number): Promise<GatewayProcess> {
-  return startGatewayProcess({
-    GATEWAY_CONFIG: configFile,
-    API_KEYS_FILE: keysFile,
-    UPSTREAM_URL: backend.url,
-    WORKERS: String(workers),
-  });
+  return startGatewayProgram({ upstreamUrl: backend.url, keys, config, env: { WORKERS: String(workers) } });
 }
 
 interface Tally {
@@ -195,16 +183,13 @@ describe("a connection the kernel accepted while the process was stalled at the 
     // Stalled from 500 ms before the drain ends to 2,500 ms after: the drain's timer and this
     // connection are both pending when the event loop comes back, whenever the test gets to it
     // (it has the 3 s of the stall to read the line and connect, on a loaded machine too).
-    const gateway = await startGatewayProcess(
-      {
-        GATEWAY_CONFIG: configFile,
-        API_KEYS_FILE: keysFile,
-        UPSTREAM_URL: backend.url,
-        STALL_AT_MS: String(DRAIN_MS - 500),
-        STALL_MS: "3000",
-      },
-      [...GATEWAY_NODE_FLAGS, "test/fixtures/stalling-gateway.ts"],
-    );
+    const gateway = await startGatewayProgram({
+      upstreamUrl: backend.url,
+      keys,
+      config,
+      env: { STALL_AT_MS: String(DRAIN_MS - 500), STALL_MS: "3000" },
+      program: [...GATEWAY_NODE_FLAGS, "test/fixtures/stalling-gateway.ts"],
+    });
     gateway.child.kill("SIGTERM");
     await gateway.waitFor((line) => line.msg === "stalling");
     const socket = net.connect(gateway.port, "127.0.0.1");

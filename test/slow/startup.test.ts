@@ -10,15 +10,18 @@ import { type TestContext, test } from "node:test";
 import { validateConfig } from "../../src/config.ts";
 import { definePolicy } from "../../src/policy.ts";
 import { eventually } from "../support/eventually.ts";
+import { runGatewayProgram, startGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import { runProgram } from "../support/processes.ts";
-import { childEnv, GATEWAY_PROGRAM, PROJECT_ROOT } from "../support/program.ts";
+import { childEnv, PROJECT_ROOT } from "../support/program.ts";
 import { makeFifo } from "../support/stuck-reads.ts";
 
-/** The gateway program run to its end (runProgram: killed and failed past 30 s), on ports the OS chooses. */
+/**
+ * The gateway program run to its end (killed and failed past 30 s), on ports the OS chooses, with
+ * the default config file and no key file unless `env` names them.
+ */
 async function startUp(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
-  const { code, stderr } = await runProgram(GATEWAY_PROGRAM, { env: { PORT: "0", OPS_PORT: "0", ...env } });
+  const { code, stderr } = await runGatewayProgram({ keys: false, env: { GATEWAY_CONFIG: "", ...env } });
   return { code: code ?? -1, stderr };
 }
 
@@ -124,25 +127,16 @@ test("npm start and npm test stop at once on a Node older than 22 and say how to
   assert.match(failure?.stderr ?? "", /npm install -g --prefix "\$HOME\/\.local\/node24" node@24/);
 });
 
-test("the demo uses a key file named in the config file instead of generating a key", async () => {
-  const { file, key } = writeKeysFile(["configured"]);
-  const dir = mkdtempSync(join(tmpdir(), "gw-config-"));
-  const configFile = join(dir, "gateway.json");
-  writeFileSync(configFile, JSON.stringify({ policies: { auth: { keysFile: file } } }));
-  const child = spawn(process.execPath, GATEWAY_PROGRAM, {
-    cwd: PROJECT_ROOT,
-    env: { ...childEnv(), PORT: "0", OPS_PORT: "0", GATEWAY_CONFIG: configFile },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  try {
-    const [line] = (await once(createInterface({ input: child.stderr }), "line")) as [string];
-    assert.match(line, /Bearer <a key from your key file>/, "no key is generated when one is configured");
-    const url = /(http:\/\/localhost:\d+\/v1\/pets)/.exec(line)?.[1] as string;
-    assert.equal((await request(url, { key })).status, 200);
-  } finally {
-    child.kill("SIGTERM");
-    await once(child, "exit");
-  }
+test("the demo uses a key file named in the config file instead of generating a key", async (t) => {
+  const configured = writeKeysFile(["configured"]);
+  const program = await startGatewayProgram(
+    { config: { policies: { auth: { keysFile: configured.file } } } },
+    t,
+  );
+  const [line = ""] = program.stderr().split("\n");
+  assert.match(line, /Bearer <a key from your key file>/, "no key is generated when one is configured");
+  const url = /(http:\/\/localhost:\d+\/v1\/pets)/.exec(line)?.[1] as string;
+  assert.equal((await request(url, { key: configured.key })).status, 200);
 });
 
 test("bad policy options and a shared public and ops port are refused with one line naming the field", async () => {

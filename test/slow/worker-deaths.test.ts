@@ -6,14 +6,16 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { contractAnswer } from "../fixtures/contract-answer.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
-import { boundedConfigFile } from "../support/config-file.ts";
+import { boundedConfig } from "../support/config-file.ts";
 import { eventually } from "../support/eventually.ts";
+import { startGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
 import { writeKeysFile } from "../support/keys.ts";
-import { type GatewayProcess, startGatewayProcess } from "../support/processes.ts";
+import type { GatewayProcess } from "../support/processes.ts";
 import { dribble, type RawOutcome, rawExchange } from "../support/raw-socket.ts";
 
-const { file: keysFile, key } = writeKeysFile(["acme"]);
+const keys = writeKeysFile(["acme"]);
+const { key } = keys;
 /** Past this a connection that got neither an answer nor a close is counted as left hanging. */
 const HANGING_MS = 6000;
 let backend: ProgrammableBackend;
@@ -25,10 +27,11 @@ before(async () => {
 after(() => backend.close());
 
 function startGroup(server: Record<string, number> = {}): Promise<GatewayProcess> {
-  return startGatewayProcess({
-    HOST: "127.0.0.1",
-    WORKERS: "2",
-    GATEWAY_CONFIG: boundedConfigFile(
+  return startGatewayProgram({
+    upstreamUrl: backend.url,
+    keys,
+    env: { HOST: "127.0.0.1", WORKERS: "2" },
+    config: boundedConfig(
       Object.keys(server).length === 0
         ? {}
         : {
@@ -41,8 +44,6 @@ function startGroup(server: Record<string, number> = {}): Promise<GatewayProcess
             upstream: { timeoutMs: 20_000 },
           },
     ),
-    UPSTREAM_URL: backend.url,
-    API_KEYS_FILE: keysFile,
   });
 }
 

@@ -1,17 +1,13 @@
 // Many processes: a cluster primary and its workers, started as `npm start` runs them.
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { mkdtempSync, writeFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { eventually } from "../support/eventually.ts";
+import { runGatewayProgram, startGatewayProgram } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
-import { writeKeysFile } from "../support/keys.ts";
 import { type Sample, sampleValue, scrape } from "../support/metrics.ts";
-import { type GatewayProcess, runProgram, startGatewayProcess } from "../support/processes.ts";
-import { GATEWAY_PROGRAM } from "../support/program.ts";
+import type { GatewayProcess } from "../support/processes.ts";
 
 const accessLines = (gateway: GatewayProcess) => gateway.lines.filter((line) => line.msg === "request");
 /** The processes that wrote these lines. */
@@ -57,7 +53,8 @@ async function deprecatedCallsReported(gateway: GatewayProcess): Promise<number>
 
 /** The demo with WORKERS=2: its backend runs once, in the primary, and both workers share its key file. */
 async function startTwoWorkers(): Promise<{ gateway: GatewayProcess; key: string }> {
-  const gateway = await startGatewayProcess({ WORKERS: "2", GATEWAY_CONFIG: "" });
+  // The default config file: its drain (3 s) is what the SIGTERM test reads readiness within.
+  const gateway = await startGatewayProgram({ keys: false, env: { WORKERS: "2", GATEWAY_CONFIG: "" } });
   const key = gateway.demoKey as string;
   assert.ok(key, "the demo key is printed");
   // Starting workers takes seconds on a busy machine: a loose bound, only against a hang.
@@ -187,8 +184,9 @@ test("when no worker can start (a busy port), the group stops with the error ins
   await once(busy, "listening");
   try {
     const port = (busy.address() as AddressInfo).port;
-    const { code, stderr } = await runProgram(GATEWAY_PROGRAM, {
-      env: { PORT: String(port), HOST: "127.0.0.1", OPS_PORT: "0", WORKERS: "2", LOG_LEVEL: "warn" },
+    const { code, stderr } = await runGatewayProgram({
+      keys: false,
+      env: { PORT: String(port), HOST: "127.0.0.1", WORKERS: "2", LOG_LEVEL: "warn" },
     });
     assert.equal(code, 1);
     assert.match(stderr, /^petstore-gateway: .*EADDRINUSE.*$/m);
@@ -206,15 +204,10 @@ test("only the workers probe an idle backend: the primary adds no connection of 
   });
   backend.listen(0, "127.0.0.1");
   await once(backend, "listening");
-  const dir = mkdtempSync(join(tmpdir(), "gw-probe-"));
-  const configFile = join(dir, "gateway.json");
-  writeFileSync(configFile, JSON.stringify({ upstream: { probeIntervalMs: 100 } }));
-  const { file: keysFile } = writeKeysFile(["acme"], dir);
-  const gateway = await startGatewayProcess({
-    WORKERS: "2",
-    GATEWAY_CONFIG: configFile,
-    UPSTREAM_URL: `http://127.0.0.1:${(backend.address() as AddressInfo).port}/v1`,
-    API_KEYS_FILE: keysFile,
+  const gateway = await startGatewayProgram({
+    upstreamUrl: `http://127.0.0.1:${(backend.address() as AddressInfo).port}/v1`,
+    config: { upstream: { probeIntervalMs: 100 } },
+    env: { WORKERS: "2" },
   });
   try {
     await gateway.waitFor((line) => line.msg === "worker listening");

@@ -255,10 +255,3 @@ function closeWhenOver(cleanup: Cleanup | undefined, close: () => Promise<unknow
   if (typeof cleanup === "function") cleanup(close);
   else cleanup.after(close);
 }
-
-/** @deprecated startGateway() without an upstreamUrl: the suites move to it. */
-export function startGatewayOnDemoBackend(
-  options: Omit<StartGatewayOptions, "upstreamUrl">,
-): Promise<GatewayOnDemoBackend> {
-  return startGateway(options);
-}
