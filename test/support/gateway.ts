@@ -222,7 +222,8 @@ function programEnvironment(options: GatewayProgramOptions): {
 /** The key file to write or share; none when the test names its own file or asks for none. */
 function keysFor(option: KeysOption | undefined, givenFile: string | undefined): KeysFile | undefined {
   if (givenFile !== undefined) {
-    if (option !== undefined) throw new Error("keys and a key file of the test's both given: give one");
+    if (option !== undefined && option !== false)
+      throw new Error("keys and a key file of the test's both given: give one");
     return undefined;
   }
   if (option === false) return undefined;
