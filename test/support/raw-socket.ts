@@ -19,7 +19,8 @@ export interface RawOutcome {
 
 /**
  * Writes bytes on a fresh connection (each string of `parts` as its own write, `gapMs` apart) and
- * collects everything that comes back until the gateway closes the connection or `waitMs` pass.
+ * collects everything that comes back until the gateway closes the connection, `responses`
+ * answers have come whole, the test aborts `signal`, or `waitMs` pass.
  */
 export function rawExchange(
   port: number,
@@ -29,6 +30,10 @@ export function rawExchange(
     readonly gapMs?: number;
     /** Called once every part has been handed to the socket. */
     readonly onWritten?: () => void;
+    /** Done once this many answers have come whole: a kept-alive connection is not waited out. */
+    readonly responses?: number;
+    /** Done when aborted: the test has seen what it waited for and leaves. */
+    readonly signal?: AbortSignal;
   } = {},
 ): Promise<RawOutcome> {
   const chunks = typeof parts === "string" ? [parts] : parts;
@@ -46,9 +51,11 @@ export function rawExchange(
       resolve({ text, responses: parseResponses(text), closed, error });
     };
     const timer = setTimeout(() => finish(false), waitMs);
+    options.signal?.addEventListener("abort", () => finish(false), { once: true });
     socket.setEncoding("latin1");
     socket.on("data", (data: string) => {
       text += data;
+      if (options.responses !== undefined && wholeResponses(text) >= options.responses) finish(false);
     });
     socket.on("error", (failure: NodeJS.ErrnoException) => {
       error = failure.code ?? failure.message;
@@ -65,6 +72,31 @@ export function rawExchange(
       options.onWritten?.();
     });
   });
+}
+
+/** How many responses of the stream have come whole (a body without a length is whole only at the close). */
+function wholeResponses(text: string): number {
+  let count = 0;
+  let rest = text;
+  for (;;) {
+    const end = rest.indexOf("\r\n\r\n");
+    if (end === -1) return count;
+    const head = rest.slice(0, end).toLowerCase();
+    const status = Number(/^http\/1\.[01] (\d{3})/.exec(head)?.[1] ?? Number.NaN);
+    rest = rest.slice(end + 4);
+    const length = /\r\ncontent-length:\s*(\d+)/.exec(head)?.[1];
+    if (status < 200 || status === 204 || status === 304) {
+      // No body.
+    } else if (length !== undefined) {
+      if (rest.length < Number(length)) return count;
+      rest = rest.slice(Number(length));
+    } else if (/\r\ntransfer-encoding:\s*chunked/.test(head)) {
+      const last = rest.indexOf("\r\n0\r\n\r\n");
+      if (last === -1 && !rest.startsWith("0\r\n\r\n")) return count;
+      rest = rest.startsWith("0\r\n\r\n") ? rest.slice(5) : rest.slice(last + 7);
+    } else return count;
+    count++;
+  }
 }
 
 /** Splits a byte stream of HTTP/1.1 responses (Content-Length or chunked) into responses. */
