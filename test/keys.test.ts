@@ -1,5 +1,6 @@
 // `npm run keys` end to end: the CLI as its own process editing a key file, and a real gateway
-// in front of the demo backend process taking the keys it prints.
+// in front of the demo backend process taking the keys it prints. The npm script itself and the
+// matrix of bad arguments run in test:slow (test/slow/keys-command).
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -22,40 +23,11 @@ import { eventually } from "./support/eventually.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { sha256 } from "./support/keys.ts";
-import { type ProgramRun, runProgram } from "./support/processes.ts";
+import { add, entries, KEY_LINE, keys } from "./support/keys-command.ts";
 import { PROJECT_ROOT } from "./support/program.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "gw-keys-cli-"));
 after(() => rmSync(directory, { recursive: true, force: true }));
-
-/** The CLI as its own process; never without --file or API_KEYS_FILE, so the repository's file is safe. */
-function keys(
-  args: readonly string[],
-  env: Record<string, string> = {},
-  command = "node",
-): Promise<ProgramRun> {
-  return runProgram(
-    command === "npm" ? ["run", "--silent", "keys", "--", ...args] : ["scripts/keys.ts", ...args],
-    {
-      ...(command === "npm" ? { program: "npm" } : {}),
-      env: { HOME: process.env.HOME ?? "", ...env },
-    },
-  );
-}
-
-const KEY_LINE = /^(pgw_[A-Za-z0-9_-]{43})\n$/;
-
-/** Adds a key and returns it, checking the CLI printed it alone on stdout. */
-async function add(file: string, consumer: string, ...more: string[]): Promise<string> {
-  const run = await keys(["add", consumer, "--file", file, ...more]);
-  assert.equal(run.code, 0, run.stderr);
-  const match = KEY_LINE.exec(run.stdout);
-  assert.ok(match, `stdout: ${JSON.stringify(run.stdout)}`);
-  return match[1] as string;
-}
-
-const entries = (file: string) =>
-  (JSON.parse(readFileSync(file, "utf8")) as { keys: Record<string, string>[] }).keys;
 
 describe("npm run keys", () => {
   test("add makes a private file, prints the key once on stdout and stores only its digest", async () => {
@@ -136,9 +108,9 @@ describe("npm run keys", () => {
     assert.equal(answer.headers["www-authenticate"], 'Bearer error="invalid_token"');
   });
 
-  test("API_KEYS_FILE is the default file, and the npm script runs the CLI", async () => {
+  test("API_KEYS_FILE is the default file", async () => {
     const file = join(directory, "from-env.json");
-    const run = await keys(["add", "ci"], { API_KEYS_FILE: file }, "npm");
+    const run = await keys(["add", "ci"], { API_KEYS_FILE: file });
     assert.equal(run.code, 0, run.stderr);
     const key = KEY_LINE.exec(run.stdout)?.[1];
     assert.ok(key, JSON.stringify(run.stdout));
@@ -222,51 +194,6 @@ describe("npm run keys", () => {
         .sort(),
       added.map(sha256).sort(),
     );
-  });
-
-  test("bad input changes nothing and says why", async () => {
-    const file = join(directory, "guarded.json");
-    await add(file, "acme");
-    const before = readFileSync(file, "utf8");
-    const cases: { args: string[]; code: number; says: RegExp }[] = [
-      { args: ["add", "bad name"], code: 2, says: /a consumer name is 1 to 64 letters/ },
-      { args: ["add"], code: 2, says: /a consumer name is required/ },
-      { args: ["add", "acme", "--not-after", "someday"], code: 2, says: /--not-after must be a date/ },
-      { args: ["rotate", "acme"], code: 2, says: /unknown command rotate/ },
-      { args: ["add", "acme", "--colour"], code: 2, says: /Unknown option '--colour'/ },
-      { args: ["revoke", "nobody"], code: 1, says: /no key of nobody/ },
-      { args: ["revoke", "acme", "--digest", "xyz"], code: 2, says: /--digest takes at least 4 hex digits/ },
-      {
-        args: ["revoke", "acme", "--digest", "00000000"],
-        code: 1,
-        says: /no key of acme with a digest starting/,
-      },
-    ];
-    const broken = join(directory, "broken.json");
-    writeFileSync(broken, '{"keys": [');
-    // None of them may write, so they run at once; the file is compared once they all ended.
-    const [runs, refused, missing] = await Promise.all([
-      Promise.all(cases.map(({ args }) => keys([...args, "--file", file]))),
-      keys(["add", "acme", "--file", broken]),
-      keys(["list", "--file", join(directory, "absent.json")]),
-    ]);
-    for (const [index, { args, code, says }] of cases.entries()) {
-      const run = runs[index] as ProgramRun;
-      assert.equal(run.code, code, `${args.join(" ")}: ${run.stderr}`);
-      assert.match(run.stderr, says);
-      assert.equal(run.stdout, "");
-    }
-    assert.equal(readFileSync(file, "utf8"), before);
-
-    assert.equal(refused.code, 1);
-    assert.match(
-      refused.stderr,
-      /is not a valid key file, left as it is: \/keys\/0 is not valid JSON \(it ends too early\)$/m,
-    );
-    assert.equal(readFileSync(broken, "utf8"), '{"keys": [');
-
-    assert.equal(missing.code, 1);
-    assert.match(missing.stderr, /absent\.json does not exist/);
   });
 });
 

@@ -2,12 +2,12 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, test } from "node:test";
-import { errorCatalogue } from "../src/index.ts";
-import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
-import { startGateway, type TestGateway } from "./support/gateway.ts";
-import { answerOf } from "./support/http.ts";
-import { writeKeysFile } from "./support/keys.ts";
-import { type Sample, scrape } from "./support/metrics.ts";
+import { errorCatalogue } from "../../src/index.ts";
+import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
+import { startGateway, type TestGateway } from "../support/gateway.ts";
+import { answerOf } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { type Sample, scrape } from "../support/metrics.ts";
 
 const keys = writeKeysFile(["acme"]);
 const { key } = keys;
