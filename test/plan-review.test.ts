@@ -32,7 +32,8 @@ const soldRemoved = candidate((d) => {
 // Unused: nobody received getPet's 401 in the week.
 const unauthorizedRemoved = candidate((d) => delete d.paths["/pets/{petId}"].get.responses["401"]);
 
-describe("npm run plan -- --against: the exit code is the gate", () => {
+// Each test is a process of its own on files of its own: they run side by side.
+describe("npm run plan -- --against: the exit code is the gate", { concurrency: true }, () => {
   test("a breaking change some consumer used exits 1 and names it", async () => {
     const { code, stdout, stderr } = await review(["--against", soldRemoved, "--logs", LOGS]);
     assert.equal(code, 1, stderr);
