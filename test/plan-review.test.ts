@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../src/project-files.ts";
 import { OWN_DOCUMENT, writeDocumentFiles } from "./support/openapi-documents.ts";
-import { runProgram } from "./support/processes.ts";
+import { type ProgramRun, runProgram } from "./support/processes.ts";
 
 const LOGS = join(PROJECT_ROOT, "test/fixtures/change-review/access.log");
 const NOW = "2026-11-25T00:00:00Z";
@@ -178,20 +178,25 @@ describe("docs/plan.md", () => {
     const retireSold = candidate((d) => {
       d.components.schemas.PetStatus.enum = ["available", "pending"];
     });
-    for (const [, against, now, text] of shown) {
-      // retire-sold.json is the bundled document without "sold"; the other is a fixture of the project.
-      const file = against === "retire-sold.json" ? retireSold : (against as string);
-      const { stdout, stderr } = await runProgram([
-        "scripts/plan.ts",
-        "--against",
-        file,
-        "--logs",
-        logs,
-        "--days",
-        "7",
-        "--now",
-        now as string,
-      ]);
+    // Both reviews run at once; each is compared with its page in turn.
+    const runs = await Promise.all(
+      shown.map(([, against, now]) =>
+        runProgram([
+          "scripts/plan.ts",
+          "--against",
+          // retire-sold.json is the bundled document without "sold"; the other is a fixture of the project.
+          against === "retire-sold.json" ? retireSold : (against as string),
+          "--logs",
+          logs,
+          "--days",
+          "7",
+          "--now",
+          now as string,
+        ]),
+      ),
+    );
+    for (const [index, [, , , text]] of shown.entries()) {
+      const { stdout, stderr } = runs[index] as ProgramRun;
       assert.equal(stdout.replace(retireSold, "retire-sold.json"), text, stderr);
     }
   });

@@ -18,7 +18,8 @@ import { PROJECT_ROOT } from "./support/program.ts";
 const CERTIFICATE = join(PROJECT_ROOT, "test/fixtures/tls-backend.crt");
 const PETS = JSON.stringify([{ id: 1, name: "Rex", categoryId: 1, status: "available" }]);
 
-describe("an https backend", () => {
+// Each test starts a program of its own: they run side by side.
+describe("an https backend", { concurrency: true }, () => {
   const keys = writeKeysFile(["acme"]);
   const { key } = keys;
   let backend: https.Server;
