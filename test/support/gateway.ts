@@ -30,11 +30,10 @@ import { GATEWAY_PROGRAM } from "./program.ts";
 export { LogCapture };
 
 /**
- * What closes a gateway when the test is over: a test's context (`t`: its `t.after`), or
- * node:test's `after` where the gateway is started at a file's top level. A suite starting one in
- * `before` closes it in its own `after`.
+ * What closes a gateway when the test is over: the test's context (`t`), by its `t.after`. A suite
+ * that starts one in `before` closes it in its own `after`.
  */
-export type Cleanup = { after(fn: () => unknown): void } | ((fn: () => unknown) => void);
+export type Cleanup = { after(fn: () => unknown): void };
 
 /**
  * Whose keys the gateway takes: consumers to write a key file for (["acme"] when absent); a key
@@ -252,7 +251,5 @@ function firstKey(keys: KeysFile | undefined): string {
 }
 
 function closeWhenOver(cleanup: Cleanup | undefined, close: () => Promise<unknown>): void {
-  if (cleanup === undefined) return;
-  if (typeof cleanup === "function") cleanup(close);
-  else cleanup.after(close);
+  cleanup?.after(close);
 }
