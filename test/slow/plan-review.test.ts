@@ -5,9 +5,9 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../src/project-files.ts";
-import { OWN_DOCUMENT, writeDocumentFiles } from "./support/openapi-documents.ts";
-import { type ProgramRun, runProgram } from "./support/processes.ts";
+import { DEFAULT_OPENAPI_FILE, PROJECT_ROOT } from "../../src/project-files.ts";
+import { OWN_DOCUMENT, writeDocumentFiles } from "../support/openapi-documents.ts";
+import { type ProgramRun, runProgram } from "../support/processes.ts";
 
 const LOGS = join(PROJECT_ROOT, "test/fixtures/change-review/access.log");
 const NOW = "2026-11-25T00:00:00Z";
