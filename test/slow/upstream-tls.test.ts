@@ -8,12 +8,12 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { eventually } from "./support/eventually.ts";
-import { startGatewayProgram } from "./support/gateway.ts";
-import { request } from "./support/http.ts";
-import { writeKeysFile } from "./support/keys.ts";
-import { sampleValue, scrape } from "./support/metrics.ts";
-import { PROJECT_ROOT } from "./support/program.ts";
+import { eventually } from "../support/eventually.ts";
+import { startGatewayProgram } from "../support/gateway.ts";
+import { request } from "../support/http.ts";
+import { writeKeysFile } from "../support/keys.ts";
+import { sampleValue, scrape } from "../support/metrics.ts";
+import { PROJECT_ROOT } from "../support/program.ts";
 
 const CERTIFICATE = join(PROJECT_ROOT, "test/fixtures/tls-backend.crt");
 const PETS = JSON.stringify([{ id: 1, name: "Rex", categoryId: 1, status: "available" }]);

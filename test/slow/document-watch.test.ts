@@ -15,10 +15,10 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { DEFAULT_OPENAPI_FILE } from "../src/project-files.ts";
-import { eventually } from "./support/eventually.ts";
-import { startGatewayProgram, type TestGatewayProgram } from "./support/gateway.ts";
-import { scrape } from "./support/metrics.ts";
+import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
+import { eventually } from "../support/eventually.ts";
+import { startGatewayProgram, type TestGatewayProgram } from "../support/gateway.ts";
+import { scrape } from "../support/metrics.ts";
 
 /** A ConfigMap volume as the kubelet lays it out: name -> ..data/name, ..data -> ..<timestamp>. */
 function configMapVolume(files: Readonly<Record<string, string>>): {
