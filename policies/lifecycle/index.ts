@@ -9,6 +9,7 @@
 // and meet only where an operation is both deprecated and unstable: deprecation.ts and stability.ts.
 import type { JSONSchemaType } from "ajv";
 import { Counter, Gauge } from "prom-client";
+import { flatLineLogger } from "../../src/logger.ts";
 import { definePolicy } from "../../src/policy.ts";
 import { sunsetChanges } from "./changes.ts";
 import { consumerCounters } from "./consumers.ts";
@@ -187,7 +188,9 @@ export default definePolicy<LifecycleOptions, LifecycleMetrics>({
       tally,
       calls: metrics.deprecatedCalls,
       countBy,
-      logger,
+      // The deprecated-call line is flat (strings only, the User-Agent already cleaned of key
+      // material): the full logger's wildcard redaction would walk its every field on every call.
+      logger: flatLineLogger(logger),
       now,
     };
     const stabilitySetting = {
