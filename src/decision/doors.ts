@@ -40,15 +40,16 @@ export interface Door {
   /** How a refusal or a local answer reaches the client through this proxy; undefined: as it is. */
   readonly carry: AnswerWriter | undefined;
   /**
-   * The allow answer: the client's headers (finishHeaders'), what the backend gets for each owned
-   * request header and the backend's target.
+   * The allow answer: adds to the client's headers (finishHeaders', in `headers`) what the backend
+   * gets for each owned request header and the backend's target. Added in place: the answer is
+   * written from this one object, never a copy of it.
    */
   allowHeaders(
     exchange: CoreExchange,
-    clientHeaders: OutgoingHttpHeaders,
+    headers: OutgoingHttpHeaders,
     ownedRequestHeaders: readonly string[],
     upstreamTarget: string,
-  ): OutgoingHttpHeaders;
+  ): void;
 }
 
 /** A door's call, read: the client's address the proxy set, or what the proxy failed to send. */
@@ -115,13 +116,12 @@ function enterFrom(names: OriginalNames, proxy: string): Door["enter"] {
 }
 
 /** The allow answer of a proxy that reads each owned header under a name of the gateway's. */
-const prefixedAllow: Door["allowHeaders"] = (exchange, clientHeaders, owned, upstreamTarget) => {
-  const headers: OutgoingHttpHeaders = { ...clientHeaders, [UPSTREAM_URI_HEADER]: upstreamTarget };
+const prefixedAllow: Door["allowHeaders"] = (exchange, headers, owned, upstreamTarget) => {
+  headers[UPSTREAM_URI_HEADER] = upstreamTarget;
   for (const name of owned) {
     const value = exchange.headers[name];
     if (typeof value === "string") headers[`${UPSTREAM_HEADER_PREFIX}${name}`] = value;
   }
-  return headers;
 };
 
 const NGINX: Door = {
@@ -145,11 +145,11 @@ const CADDY: Door = {
   enter: enterFrom(CADDY_ORIGINAL, "Caddy"),
   readsBody: PROXY_CAPABILITIES.caddy.sendsBody,
   carry: undefined,
-  allowHeaders(exchange, clientHeaders, owned, upstreamTarget) {
+  allowHeaders(exchange, headers, owned, upstreamTarget) {
     // Caddy 2.6's rewrite expands placeholders again in a query that came from one: a brace is
     // never left for it to read (%7B and %7D mean the same to the backend).
     const target = upstreamTarget.replaceAll("{", "%7B").replaceAll("}", "%7D");
-    return prefixedAllow(exchange, clientHeaders, owned, target);
+    prefixedAllow(exchange, headers, owned, target);
   },
 };
 
@@ -163,13 +163,12 @@ const TRAEFIK: Door = {
   enter: enterFrom(TRAEFIK_ORIGINAL, "Traefik"),
   readsBody: PROXY_CAPABILITIES.traefik.sendsBody,
   carry: undefined,
-  allowHeaders(exchange, clientHeaders, owned, upstreamTarget) {
-    const headers: OutgoingHttpHeaders = { ...clientHeaders, [UPSTREAM_URI_HEADER]: upstreamTarget };
+  allowHeaders(exchange, headers, owned, upstreamTarget) {
+    headers[UPSTREAM_URI_HEADER] = upstreamTarget;
     for (const name of owned) {
       const value = exchange.headers[name];
       if (typeof value === "string") headers[name] = value;
     }
-    return headers;
   },
 };
 
@@ -199,8 +198,8 @@ const ENVOY: Door = {
   },
   readsBody: PROXY_CAPABILITIES.envoy.sendsBody,
   carry: undefined,
-  allowHeaders(exchange, clientHeaders, owned, upstreamTarget) {
-    const headers: OutgoingHttpHeaders = { ...clientHeaders, [UPSTREAM_URI_HEADER]: upstreamTarget };
+  allowHeaders(exchange, headers, owned, upstreamTarget) {
+    headers[UPSTREAM_URI_HEADER] = upstreamTarget;
     const removed: string[] = [];
     for (const name of owned) {
       const value = exchange.headers[name];
@@ -208,7 +207,6 @@ const ENVOY: Door = {
       else removed.push(name);
     }
     if (removed.length > 0) headers[ENVOY_HEADERS_TO_REMOVE] = removed.join(",");
-    return headers;
   },
 };
 

@@ -111,13 +111,13 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     if (exchange.finished || exchange.res.headersSent) return;
     exchange.facts.decision = "allow";
     // The headers the client's answer gets, as proxy mode adds them to the backend's answer.
-    const clientHeaders: OutgoingHttpHeaders = {};
-    finishHeaders(exchange, chain, 200, clientHeaders, draining);
+    const headers: OutgoingHttpHeaders = {};
+    finishHeaders(exchange, chain, 200, headers, draining);
     // The request headers the version's policies set for the backend (the consumer, its
     // credential): the allow answer says each one's value, so that the proxy sets it, whatever
     // the client sent.
     const owned = versionOf(exchange).ownHeaders.request;
-    const headers = door.allowHeaders(exchange, clientHeaders, owned, upstreamTarget);
+    door.allowHeaders(exchange, headers, owned, upstreamTarget);
     headers["content-length"] = 0;
     headers["cache-control"] = "no-store";
     exchange.res.writeHead(200, headers);
