@@ -9,6 +9,9 @@
 #     ~4 %: use RUNS=3 or more to tell a few percent.
 #   allocated bytes/request: V8's own count (--trace-gc-nvp "allocated="), summed over 25,000
 #     requests; repeatable to about 0.2 %.
+# MODE=decision counts decision mode instead (GATEWAY_MODE=decision, with the bench's CORS origin,
+# trusting loopback as nginx-decision does): each request is nginx's call to /decide/nginx about
+# GET $URI (default /v1/pets; URI=/v1/pets/1 for the deprecated getPet).
 # Needs valgrind (Debian: apt-get install valgrind). Each ref is built in a temporary worktree.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -19,6 +22,15 @@ WORK="$(mktemp -d)"
 trap 'for d in "$WORK"/tree-*; do [ -d "$d" ] && git -C "$ROOT" worktree remove --force "$d" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 KEY="count_0123456789abcdefghijklmnopqrstuvwxyzABCD"
 printf '{"keys":[{"consumer":"count","sha256":"%s"}]}\n' "$(printf %s "$KEY" | sha256sum | cut -d' ' -f1)" > "$WORK/keys.json"
+MODE="${MODE:-proxy}" URI="${URI:-/v1/pets}"
+case "$MODE" in
+  proxy) CONFIG=""; LOAD_ARGS=("$URI") ;;
+  decision)
+    CONFIG="$WORK/decision.json"
+    printf '{"mode":"decision","server":{"trustedProxies":["127.0.0.1"]},"policies":{"cors":{"allowedOrigins":["https://shop.example"]}}}\n' > "$CONFIG"
+    LOAD_ARGS=(/decide/nginx "$URI") ;;
+  *) echo "MODE is proxy or decision, not $MODE" >&2; exit 2 ;;
+esac
 # vgdb (callgrind_control) finds the process by these, in both environments.
 export USER="${USER:-$(id -un)}" LOGNAME="${LOGNAME:-$(id -un)}" HOST=127.0.0.1
 FLAGS=$(cd "$ROOT" && node -e 'import("./scripts/start-command.ts").then((m) => console.log(m.GATEWAY_NODE_FLAGS.join(" ")))')
@@ -30,7 +42,7 @@ start() {
   BACKEND_PORT=$(free_port); PORT_=$(free_port); OPS_PORT_=$(free_port)
   node "$ROOT/src/demo-backend-cli.ts" --port "$BACKEND_PORT" --host 127.0.0.1 >/dev/null 2>&1 &
   BACKEND_PID=$!
-  (cd "$1" && PORT=$PORT_ OPS_PORT=$OPS_PORT_ HOST=127.0.0.1 GATEWAY_CONFIG= LOG_LEVEL=info \
+  (cd "$1" && PORT=$PORT_ OPS_PORT=$OPS_PORT_ HOST=127.0.0.1 GATEWAY_CONFIG="$CONFIG" LOG_LEVEL=info \
     UPSTREAM_URL="http://127.0.0.1:$BACKEND_PORT/v1" API_KEYS_FILE="$WORK/keys.json" \
     exec $2 >"$WORK/gateway.out" 2>&1) &
   GATEWAY_PID=$!
@@ -41,7 +53,7 @@ start() {
   echo "the gateway did not start: $(tail -3 "$WORK/gateway.out")" >&2; exit 1
 }
 stop() { kill "$GATEWAY_PID" "$BACKEND_PID" 2>/dev/null || true; wait "$GATEWAY_PID" "$BACKEND_PID" 2>/dev/null || true; }
-load() { node "$ROOT/scripts/bench/count-load.ts" "$PORT_" "$KEY" "$1"; }
+load() { node "$ROOT/scripts/bench/count-load.ts" "$PORT_" "$KEY" "$1" "${LOAD_ARGS[@]}"; }
 
 printf '%-12s %-9s %22s %24s\n' ref commit "instructions/request" "allocated bytes/request"
 n=0
