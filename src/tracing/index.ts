@@ -99,11 +99,10 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
   return {
     startServer(exchange) {
       const method = exchange.method;
-      const server = tracer.startSpan(
-        method,
-        { kind: SpanKind.SERVER, attributes: { [ATTR_HTTP_REQUEST_METHOD]: method } },
-        parentOf(exchange),
-      );
+      // Attributes only once the sampler said yes: most requests are not sampled, and an
+      // attribute given to startSpan is validated and copied whatever the decision.
+      const server = tracer.startSpan(method, { kind: SpanKind.SERVER }, parentOf(exchange));
+      if (server.isRecording()) server.setAttribute(ATTR_HTTP_REQUEST_METHOD, method);
       exchange.spans = { server, client: undefined };
       const context = server.spanContext();
       exchange.traceId = context.traceId;
@@ -116,17 +115,18 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
       const method = exchange.method;
       const client = tracer.startSpan(
         method,
-        {
-          kind: SpanKind.CLIENT,
-          attributes: {
-            [ATTR_HTTP_REQUEST_METHOD]: method,
-            [ATTR_SERVER_ADDRESS]: upstream.address,
-            [ATTR_SERVER_PORT]: upstream.port,
-            [ATTR_URL_FULL]: `${upstream.origin}${upstream.basePath}${loggedPath(exchange.req.url ?? "", exchange)}`,
-          },
-        },
+        { kind: SpanKind.CLIENT },
         trace.setSpan(ROOT_CONTEXT, spans.server),
       );
+      // The URL's redaction is a scan of the target: paid only for a span that is exported.
+      if (client.isRecording()) {
+        client.setAttributes({
+          [ATTR_HTTP_REQUEST_METHOD]: method,
+          [ATTR_SERVER_ADDRESS]: upstream.address,
+          [ATTR_SERVER_PORT]: upstream.port,
+          [ATTR_URL_FULL]: `${upstream.origin}${upstream.basePath}${loggedPath(exchange.req.url ?? "", exchange)}`,
+        });
+      }
       spans.client = client;
       // The backend's parent is the gateway's client span; the client's tracestate goes on as it was.
       exchange.req.headers.traceparent = traceparentOf(client.spanContext());
@@ -143,7 +143,8 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
       const spans = exchange.spans;
       if (spans === undefined) return;
       const { server, client } = spans;
-      if (client !== undefined) {
+      // An unsampled span keeps nothing: its facts are not gathered, and end() is all it needs.
+      if (client !== undefined && client.isRecording()) {
         const fault = exchange.facts.upstreamFault;
         if (exchange.upstreamStatus !== 0)
           client.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, exchange.upstreamStatus);
@@ -156,6 +157,7 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
         }
         client.end(exchange.upstreamEndedAt !== 0 ? exchange.upstreamEndedAt : undefined);
       }
+      if (!server.isRecording()) return;
       server.setAttributes(serverAttributes(exchange, status));
       const route =
         exchange.operation && exchange.version
