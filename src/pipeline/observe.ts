@@ -24,7 +24,7 @@ export function createObserve(
   const accessLog = flatLineLogger(logger);
 
   // The one observe step every request ends in: metrics and the access log line.
-  function observe(exchange: CoreExchange, status: number): void {
+  function observe(exchange: CoreExchange, status: number, path: string): void {
     const operation = exchange.operation?.id ?? UNMATCHED;
     const method = exchange.req.method ?? "";
     const end = performance.now();
@@ -58,7 +58,7 @@ export function createObserve(
         reqId: exchange.requestId,
         operation,
         method,
-        path: loggedPath(exchange.url, exchange),
+        path,
         status,
         durationMs: round(end - exchange.startedAt),
         upstreamMs: upstreamMs === undefined ? undefined : round(upstreamMs),
@@ -90,8 +90,10 @@ export function createObserve(
       if (exchange.facts.cutAtDeadline === true) status = this.headersSent ? this.statusCode : 503;
       else status = this.headersSent && exchange.facts.upstreamFault !== undefined ? 502 : 499;
     }
-    observe(exchange, status);
-    if (tracing !== undefined) tracing.end(exchange, status);
+    // Redacted once for the access line and the server span (a scan of the client's target).
+    const path = loggedPath(exchange.url, exchange);
+    observe(exchange, status, path);
+    if (tracing !== undefined) tracing.end(exchange, status, path);
   };
 }
 

@@ -66,8 +66,11 @@ export interface Tracing {
   startClient(exchange: CoreExchange): void;
   /** The trace id of a request whose server span is sampled (exported): its duration's exemplar. */
   exemplarOf(exchange: CoreExchange): string | undefined;
-  /** Both spans ended, with the request's facts, once its answer is out (observe). */
-  end(exchange: CoreExchange, status: number): void;
+  /**
+   * Both spans ended, with the request's facts, once its answer is out (observe). loggedTarget is
+   * loggedPath(exchange.url, exchange), which the access line has computed already.
+   */
+  end(exchange: CoreExchange, status: number, loggedTarget: string): void;
   /** Exports what is queued, within timeoutMs; never rejects. */
   shutdown(timeoutMs: number): Promise<void>;
 }
@@ -139,12 +142,12 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
         : undefined;
     },
 
-    end(exchange, status) {
+    end(exchange, status, loggedTarget) {
       const spans = exchange.spans;
       if (spans === undefined) return;
       const { server, client } = spans;
       // An unsampled span keeps nothing: its facts are not gathered, and end() is all it needs.
-      if (client !== undefined && client.isRecording()) {
+      if (client?.isRecording()) {
         const fault = exchange.facts.upstreamFault;
         if (exchange.upstreamStatus !== 0)
           client.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, exchange.upstreamStatus);
@@ -158,7 +161,7 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
         client.end(exchange.upstreamEndedAt !== 0 ? exchange.upstreamEndedAt : undefined);
       }
       if (!server.isRecording()) return;
-      server.setAttributes(serverAttributes(exchange, status));
+      server.setAttributes(serverAttributes(exchange, status, loggedTarget));
       const route =
         exchange.operation && exchange.version
           ? exchange.version.api.basePath + exchange.operation.path
@@ -180,8 +183,7 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
   };
 }
 
-function serverAttributes(exchange: CoreExchange, status: number): Attributes {
-  const logged = loggedPath(exchange.url, exchange);
+function serverAttributes(exchange: CoreExchange, status: number, logged: string): Attributes {
   const query = logged.indexOf("?");
   const attributes: Attributes = {
     [ATTR_URL_PATH]: query === -1 ? logged : logged.slice(0, query),
