@@ -138,6 +138,33 @@ function exportSuite(protocol: OtlpProtocol) {
       assert.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     });
 
+    test("a client's unsampled trace goes on to the backend unsampled, and no span of it is exported", async () => {
+      const unsampled = randomBytes(16).toString("hex");
+      const answer = await request(`${gw.url}/pets`, {
+        key: keyOf("acme"),
+        headers: { traceparent: `00-${unsampled}-${CLIENT_SPAN}-00` },
+      });
+      assert.equal(answer.status, 200);
+      // The backend's parent is a span of the gateway's own, in the client's trace, still unsampled.
+      const traceparent = backend.requests.at(-1)?.headers.traceparent as string;
+      const [, trace, parent] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-00$/.exec(traceparent) ?? [];
+      assert.equal(trace, unsampled, traceparent);
+      assert.notEqual(parent, CLIENT_SPAN);
+      const line = gw.logs.messages("request").at(-1);
+      assert.equal(line?.trace_id, unsampled);
+      assert.notEqual(line?.span_id, parent);
+      // A sampled request sent after it is exported; by then the unsampled one would have been too.
+      const sampled = randomBytes(16).toString("hex");
+      await request(`${gw.url}/pets`, {
+        key: keyOf("acme"),
+        headers: { traceparent: `00-${sampled}-${CLIENT_SPAN}-01` },
+      });
+      await eventually("the sampled request's spans", () =>
+        receiver.spans.some((span) => span.traceId === sampled && span.kind === SERVER),
+      );
+      assert.equal(receiver.spans.filter((span) => span.traceId === unsampled).length, 0);
+    });
+
     test("a deprecated operation's span says so, with the days left to its sunset", async () => {
       // getPet in the bundled document: deprecated, sunset 2030-12-05.
       const answer = await request(`${gw.url}/pets/1`, { key: keyOf("acme") });

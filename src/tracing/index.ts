@@ -18,6 +18,7 @@ import {
   AlwaysOffSampler,
   AlwaysOnSampler,
   ParentBasedSampler,
+  RandomIdGenerator,
   type Sampler,
   TraceIdRatioBasedSampler,
   TracerProvider,
@@ -88,7 +89,9 @@ const MAX_ATTRIBUTE_CHARS = 256;
 const SAMPLED = 1;
 
 export function createTracing(settings: TracingSettings, options: TracingOptions): Tracing {
+  const ids = new RandomIdGenerator();
   const provider = new TracerProvider({
+    idGenerator: ids,
     resource: resourceFromAttributes({
       ...settings.resourceAttributes,
       [ATTR_SERVICE_NAME]: settings.serviceName,
@@ -115,6 +118,18 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
     startClient(exchange) {
       const spans = exchange.spans;
       if (spans === undefined) return;
+      const parent = spans.server.spanContext();
+      if ((parent.traceFlags & SAMPLED) === 0) {
+        // Every sampler samplerOf() builds leaves a child of an unsampled span unsampled (parent
+        // based: by its rule; a ratio: by the trace id they share; always_off: always), so the
+        // SDK would make a span that records nothing: the backend needs only its new id.
+        exchange.req.headers.traceparent = traceparentOf(
+          parent.traceId,
+          ids.generateSpanId(),
+          parent.traceFlags,
+        );
+        return;
+      }
       const method = exchange.method;
       const client = tracer.startSpan(
         method,
@@ -132,7 +147,8 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
       }
       spans.client = client;
       // The backend's parent is the gateway's client span; the client's tracestate goes on as it was.
-      exchange.req.headers.traceparent = traceparentOf(client.spanContext());
+      const context = client.spanContext();
+      exchange.req.headers.traceparent = traceparentOf(context.traceId, context.spanId, context.traceFlags);
     },
 
     exemplarOf(exchange) {
@@ -237,8 +253,8 @@ function parentOf(exchange: CoreExchange) {
   return trace.setSpanContext(ROOT_CONTEXT, parent);
 }
 
-function traceparentOf(context: SpanContext): string {
-  return `00-${context.traceId}-${context.spanId}-${(context.traceFlags & 0xff).toString(16).padStart(2, "0")}`;
+function traceparentOf(traceId: string, spanId: string, traceFlags: number): string {
+  return `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, "0")}`;
 }
 
 function samplerOf(setting: SamplerSetting): Sampler {
