@@ -101,13 +101,14 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
   });
   const tracer: Tracer = provider.getTracer(TRACER_NAME);
   const upstream = upstreamFacts(options.upstreamUrl);
+  const followsParent = settings.sampler.kind === "parentbased";
 
   return {
     startServer(exchange) {
       const method = exchange.method;
       // Attributes only once the sampler said yes: most requests are not sampled, and an
       // attribute given to startSpan is validated and copied whatever the decision.
-      const server = tracer.startSpan(method, { kind: SpanKind.SERVER }, parentOf(exchange));
+      const server = tracer.startSpan(method, { kind: SpanKind.SERVER }, parentOf(exchange, followsParent));
       if (server.isRecording()) server.setAttribute(ATTR_HTTP_REQUEST_METHOD, method);
       exchange.spans = { server, client: undefined };
       const context = server.spanContext();
@@ -236,19 +237,26 @@ function serverAttributes(exchange: CoreExchange, status: number, logged: string
 }
 
 // The client's valid traceparent (request-judge.ts judged it), as the remote parent.
-function parentOf(exchange: CoreExchange) {
+// followsParent: the sampler samples a span exactly when its parent is sampled (parentbased_*).
+function parentOf(exchange: CoreExchange, followsParent: boolean) {
   const header = exchange.req.headers.traceparent;
   if (exchange.traceId === undefined || exchange.spanId === undefined || typeof header !== "string") {
     return ROOT_CONTEXT;
   }
   const state = exchange.req.headers.tracestate;
+  const traceFlags = Number.parseInt(header.slice(53, 55), 16) & 0xff;
+  // The span carries it to the collector: a key a client put in it goes no further than the
+  // backend. Redacted and parsed only for a span that may be exported: under an unsampled parent
+  // a parent-based sampler exports nothing, and the backend gets the client's header as it was.
+  const exported = !followsParent || (traceFlags & SAMPLED) !== 0;
   const parent: SpanContext = {
     traceId: exchange.traceId,
     spanId: exchange.spanId,
-    traceFlags: Number.parseInt(header.slice(53, 55), 16) & 0xff,
+    traceFlags,
     isRemote: true,
-    // The span carries it to the collector: a key a client put in it goes no further than the backend.
-    ...(typeof state === "string" ? { traceState: createTraceState(exchange.redact(state)) } : {}),
+    ...(typeof state === "string" && exported
+      ? { traceState: createTraceState(exchange.redact(state)) }
+      : {}),
   };
   return trace.setSpanContext(ROOT_CONTEXT, parent);
 }
