@@ -74,7 +74,7 @@ for ref in "$@"; do
     callgrind_control -i off "$GATEWAY_PID" >/dev/null
     callgrind_control -d "$GATEWAY_PID" >/dev/null
     stop
-    total=$(grep -h '^totals:' "$WORK"/cg.$n.$run* | awk '{s += $2} END {print s}')
+    total=$(grep -h '^totals:' "$WORK"/cg.$n.$run* | awk '{s += $2} END {printf "%.0f", s}')
     counts+=("$((total / 2000))")
   done
   start "$tree" "node $FLAGS --trace-gc-nvp dist/src/main.js"
