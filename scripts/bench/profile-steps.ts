@@ -39,13 +39,21 @@ export function framePath(url: string, root: string): string {
   return url;
 }
 
-/** The rule for a path: the longest prefix in the table, or undefined. */
+/** A policy's own folder: policies/NAME/… */
+const POLICY_FOLDER = /^policies\/([^/]+)\//;
+
+/**
+ * The rule for a path: the longest prefix in the table; else, for a file in a policy's folder,
+ * "policy NAME", so that a new policy needs no line here; else undefined.
+ */
 export function ruleFor(table: StepTable, path: string): string | undefined {
   let best: string | undefined;
   for (const prefix in table.paths) {
     if (path.startsWith(prefix) && (best === undefined || prefix.length > best.length)) best = prefix;
   }
-  return best === undefined ? undefined : table.paths[best];
+  if (best !== undefined) return table.paths[best];
+  const policy = POLICY_FOLDER.exec(path)?.[1];
+  return policy === undefined ? undefined : `policy ${policy}`;
 }
 
 interface Node {

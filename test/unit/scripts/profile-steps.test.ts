@@ -31,6 +31,13 @@ test("every file under src/ and policies/ has a step in scripts/bench/profile-st
   assert.deepEqual(missing, [], "add a rule for each of these files");
 });
 
+test("a file in a new policy's folder is that policy's step without a line in the table", () => {
+  const table = readStepTable();
+  assert.equal(ruleFor(table, "policies/rate-limit/index.ts"), "policy rate-limit");
+  assert.equal(ruleFor(table, "policies/limit/index.ts"), "policy limit");
+  assert.equal(ruleFor(table, "src/no-such-file.ts"), undefined);
+});
+
 test("a sample goes to the nearest caller with a step; an unknown file is shown as unmapped", () => {
   const root = "/repo";
   const frame = (id: number, functionName: string, url: string, children: number[] = []) => ({
