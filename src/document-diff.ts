@@ -630,20 +630,9 @@ function compareSchemas(
     depth: number,
   ): "instead" | "beside" => {
     const request = where.direction === "request";
-    const place = `${where.location}${pointer === "" ? "" : ` at ${pointer}`}`;
+    const reportAt = reporterAt(where, pointer, add);
     const report = (kind: DifferenceKind, breaking: boolean, message: string, marks?: AlternativeMarks) =>
-      add(
-        kind,
-        breaking,
-        where.direction,
-        where.operation,
-        where.location,
-        pointer,
-        `${place}: ${message}`,
-        false,
-        undefined,
-        marks,
-      );
+      reportAt(kind, breaking, message, undefined, marks);
     let instead = false;
     let before = o.choice;
     let after = n.choice;
@@ -840,10 +829,19 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
-function compareNode(o: Flat, n: Flat, pointer: string, where: Where, add: Add): void {
-  const request = where.direction === "request";
+/**
+ * Reports a difference at one place of a schema ("request body at /name: …"): how both the member
+ * comparison and the alternatives' word their findings.
+ */
+function reporterAt(where: Where, pointer: string, add: Add) {
   const place = `${where.location}${pointer === "" ? "" : ` at ${pointer}`}`;
-  const report = (kind: DifferenceKind, breaking: boolean, message: string, value?: unknown) =>
+  return (
+    kind: DifferenceKind,
+    breaking: boolean,
+    message: string,
+    value?: unknown,
+    marks?: AlternativeMarks,
+  ) =>
     add(
       kind,
       breaking,
@@ -854,7 +852,13 @@ function compareNode(o: Flat, n: Flat, pointer: string, where: Where, add: Add):
       `${place}: ${message}`,
       false,
       value,
+      marks,
     );
+}
+
+function compareNode(o: Flat, n: Flat, pointer: string, where: Where, add: Add): void {
+  const request = where.direction === "request";
+  const report = reporterAt(where, pointer, add);
 
   if (o.types !== undefined || n.types !== undefined) {
     const before = o.types;
