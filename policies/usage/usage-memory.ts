@@ -176,7 +176,7 @@ export class OperationUsage {
     row.calls++;
     row.unlogged++;
     if (at > row.last) row.last = at;
-    const bit = layout.exact.get(status) ?? layout.ranges.get(Math.floor(status / 100)) ?? layout.fallback;
+    const bit = statusBit(layout, status);
     if (bit !== undefined) set(row.bits, bit);
   }
 
@@ -324,7 +324,7 @@ function layoutOf(operation: Operation, index: number, schemas: Readonly<Record<
     if (layout.members.size > 0) answers.set(written, layout);
   }
   const writtenOf = (status: number) => {
-    const bit = exact.get(status) ?? ranges.get(Math.floor(status / 100)) ?? fallback;
+    const bit = statusBit({ exact, ranges, fallback }, status);
     return bit === undefined ? undefined : statusKeys.get(bit);
   };
   return {
@@ -421,4 +421,16 @@ export function mergeRow(held: UsageRow | undefined, row: UsageRow): UsageRow {
     sampled: held.sampled + row.sampled,
     answerMembers: unite(held.answerMembers, row.answerMembers),
   };
+}
+
+/** The bit of the response the document writes for a status: itself, else its class (4XX), else default. */
+function statusBit(
+  statuses: {
+    readonly exact: ReadonlyMap<number, number>;
+    readonly ranges: ReadonlyMap<number, number>;
+    readonly fallback: number | undefined;
+  },
+  status: number,
+): number | undefined {
+  return statuses.exact.get(status) ?? statuses.ranges.get(Math.floor(status / 100)) ?? statuses.fallback;
 }
