@@ -12,6 +12,7 @@ import { compareDocuments, type DocumentDifference } from "./document-diff.ts";
 import type { DocumentVersion, DocumentVersions } from "./document-version.ts";
 import type { Logger } from "./logger.ts";
 import type { Metrics } from "./metrics.ts";
+import { oneAtATime } from "./one-at-a-time.ts";
 import { type DocumentSource, pathsOf } from "./openapi/document-source.ts";
 import { type ApiDescription, compileDocumentSource, readDocumentVersion } from "./openapi.ts";
 import type { AnyPolicyDefinition } from "./policy-registry.ts";
@@ -160,8 +161,6 @@ export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
   };
 
   // One reload at a time: a second asked for meanwhile runs after it, and any number make one.
-  let inFlight: Promise<ReloadOutcome> | undefined;
-  let followUp: Promise<ReloadOutcome> | undefined;
   const reloadOnce = async (why: string): Promise<ReloadOutcome> => {
     let read: { api: ApiDescription; source: DocumentSource };
     try {
@@ -186,19 +185,11 @@ export function createDocumentReloads(setting: ReloadSetting): DocumentReloads {
     }
   };
 
+  const reloads = oneAtATime(reloadOnce);
+
   return {
     reload(why) {
-      if (inFlight === undefined) {
-        inFlight = reloadOnce(why).finally(() => {
-          inFlight = undefined;
-        });
-        return inFlight;
-      }
-      followUp ??= inFlight.then(() => {
-        followUp = undefined;
-        return this.reload(why);
-      });
-      return followUp;
+      return reloads.call(why);
     },
     prepare(source, why) {
       if (prepared !== undefined) void closeDropped(prepared, logger);

@@ -4,6 +4,7 @@
 // kept. Every read goes through src/trusted-file.ts: a FIFO, a device or a directory on the path
 // is refused instead of blocking a read for ever.
 import type { Stats } from "node:fs";
+import { oneAtATime } from "./one-at-a-time.ts";
 import { readTrustedFile, readTrustedFileSync, SLOW_READ_MS } from "./trusted-file.ts";
 
 export interface WatchedFile<T> {
@@ -93,22 +94,8 @@ export function watchFile<T>(options: WatchedFileOptions<T>): WatchedFile<T> {
   // One read in flight at a time: a read stuck in the kernel holds a libuv thread that nothing
   // frees, and a poll that started another read every round would take the whole pool. A reload
   // asked for meanwhile waits for it, and any number of them make one more read.
-  let inFlight: Promise<void> | undefined;
-  let followUp: Promise<void> | undefined;
-  const start = (why: string, always: boolean): Promise<void> => {
-    inFlight = read(why, always).finally(() => {
-      inFlight = undefined;
-    });
-    return inFlight;
-  };
-  const reload = (why: string): Promise<void> => {
-    if (inFlight === undefined) return start(why, true);
-    followUp ??= inFlight.then(() => {
-      followUp = undefined;
-      return start(why, true);
-    });
-    return followUp;
-  };
+  const reads = oneAtATime(read);
+  const reload = (why: string): Promise<void> => reads.call(why, true);
   // Polling the file, not fs.watch: opening the path follows symlinks, so it sees Kubernetes
   // swap a mounted Secret (..data -> a new directory), which a watch on the file misses; and
   // an open and an fstat every two seconds cost nothing.
@@ -116,7 +103,7 @@ export function watchFile<T>(options: WatchedFileOptions<T>): WatchedFile<T> {
   const schedule = () => {
     timer = setTimeout(() => {
       // A read still pending (stuck, or a reload) is not joined by another one: skip this round.
-      if (inFlight === undefined && followUp === undefined) void start("file changed", false);
+      if (!reads.busy) void reads.call("file changed", false);
       else options.onSkipped?.();
       if (!closed) schedule();
     }, options.intervalMs);
@@ -130,7 +117,7 @@ export function watchFile<T>(options: WatchedFileOptions<T>): WatchedFile<T> {
       closed = true;
       clearTimeout(timer);
       // A read under way finishes first, unless it is stuck: closing must not wait on a hung mount.
-      const pending = followUp ?? inFlight;
+      const pending = reads.pending;
       if (pending === undefined) return;
       let bound: NodeJS.Timeout | undefined;
       await Promise.race([pending, new Promise((resolve) => (bound = setTimeout(resolve, slowAfterMs)))]);

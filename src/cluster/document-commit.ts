@@ -9,6 +9,7 @@ import type { Counter } from "prom-client";
 import type { GatewayConfig } from "../config-schema.ts";
 import { logRefusal, logReloaded, type ReloadResult } from "../document-reload.ts";
 import type { Logger } from "../logger.ts";
+import { oneAtATime } from "../one-at-a-time.ts";
 import { type DocumentSource, pathsOf, readDocumentSource } from "../openapi/document-source.ts";
 import {
   DOCUMENT,
@@ -134,21 +135,8 @@ export function createClusterReloads(options: ClusterReloadOptions): ClusterRelo
   };
 
   // One reload at a time: a second asked for meanwhile runs after it, and any number make one.
-  let inFlight: Promise<ReloadResult> | undefined;
-  let followUp: Promise<ReloadResult> | undefined;
-  const reload = (why: string): Promise<ReloadResult> => {
-    if (inFlight === undefined) {
-      inFlight = reloadOnce(why).finally(() => {
-        inFlight = undefined;
-      });
-      return inFlight;
-    }
-    followUp ??= inFlight.then(() => {
-      followUp = undefined;
-      return reload(why);
-    });
-    return followUp;
-  };
+  const oneReload = oneAtATime(reloadOnce);
+  const reload = (why: string): Promise<ReloadResult> => oneReload.call(why);
 
   return {
     listen(worker) {
@@ -156,7 +144,7 @@ export function createClusterReloads(options: ClusterReloadOptions): ClusterRelo
         const type = typeOf(message);
         if (type === DOCUMENT_WANTED) {
           // A worker starting during a round would get the version about to be replaced.
-          if (inFlight === undefined) sendCommitted(worker);
+          if (!oneReload.running) sendCommitted(worker);
           else wanting.add(worker);
         } else if (type === DOCUMENT_PREPARED) {
           const answer = message as DocumentPreparedMessage;
