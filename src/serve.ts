@@ -111,7 +111,14 @@ export async function serve(setup: ProcessSetup, options: ServeOptions): Promise
     async onDeadline() {
       // Closing what is left below may complete the drain: that exit says the deadline was hit too.
       exitCode = 1;
-      logger.warn({ connections: open.size }, "shutdown deadline reached; exiting with requests still open");
+      // With no connection left the wait was in closing (a document version, the ops token's
+      // watch, a span export): saying requests were open would send an operator the wrong way.
+      logger.warn(
+        { connections: open.size },
+        open.size > 0
+          ? "shutdown deadline reached; exiting with requests still open"
+          : "shutdown deadline reached while closing; no request was open",
+      );
       // A request whose answer has not started is answered 503 SHUTTING_DOWN; one under way is
       // cut. Either way its response closes, and with it comes its access line: the process
       // exits once every connection has closed (or a moment later, come what may).
