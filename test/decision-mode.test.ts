@@ -70,6 +70,20 @@ describe("a gateway in decision mode", () => {
     assert.equal(line?.path, "/v1/pets?limit=1000");
   });
 
+  test("without an exporter, a decision's access line names the trace its call carried, and the allow answer sets none", async () => {
+    const trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const answer = await nginxCall("/v1/pets", {
+      authorization: `Bearer ${keys.key}`,
+      traceparent: `00-${trace}-00f067aa0ba902b7-01`,
+    });
+    assert.equal(answer.status, 200);
+    // nginx forwards the client's own traceparent to the backend: nothing to replace it with.
+    assert.equal(answer.headers.traceparent, undefined);
+    const line = gw.logs.lines.find((l) => l.msg === "request" && l.reqId === answer.headers["x-request-id"]);
+    assert.equal(line?.trace_id, trace);
+    assert.equal(line?.span_id, "00f067aa0ba902b7");
+  });
+
   test("nginx's door reads the original request only from X-Original-*, never from X-Forwarded-Uri or -Method", async () => {
     const answer = await nginxCall("/v1/pets", {
       authorization: `Bearer ${keys.key}`,
