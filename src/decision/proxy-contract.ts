@@ -37,7 +37,8 @@ export interface ProxyAddresses {
 // CORS's answer headers are not among those the policies declare (CORS is what exposes those).
 const CORS_ANSWER_HEADERS = ["vary", "access-control-allow-origin", "access-control-expose-headers"];
 // Read by the request side on every call: the body's media type and coding, CORS, the client's
-// request id, trace context, the deprecation log's user agent, a preflight's method.
+// request id, trace context (the decision's span continues it, tracestate included), the
+// deprecation log's user agent, a preflight's method.
 const ALWAYS_JUDGED = [
   "content-type",
   "content-encoding",
@@ -45,6 +46,7 @@ const ALWAYS_JUDGED = [
   "access-control-request-method",
   "x-request-id",
   "traceparent",
+  "tracestate",
   "user-agent",
 ];
 
