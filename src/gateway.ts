@@ -52,7 +52,7 @@ export interface GatewayOptions {
   readonly reportsReloads?: boolean;
   /** The document's files, read by a cluster's primary: compiled as they are, never read again. */
   readonly document?: DocumentSource;
-  /** Export spans over OTLP (tracingSettings() of the OTEL_* variables); proxy mode only. */
+  /** Export spans over OTLP (tracingSettings() of the OTEL_* variables): a span per request or decision. */
   readonly tracing?: TracingSettings | undefined;
 }
 
@@ -150,8 +150,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     reportsReloads: options.reportsReloads ?? true,
     source,
   });
+  // One tracing for both doors: the same sampler, queue, dropped-span count and shutdown flush.
   const tracing =
-    options.tracing === undefined || config.mode === "decision"
+    options.tracing === undefined
       ? undefined
       : tracingFactory()(options.tracing, {
           dropped: metrics.traceSpansDropped,

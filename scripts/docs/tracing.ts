@@ -16,11 +16,13 @@ key (the access line's redaction runs first).`;
 
 const SERVER = `One per request, refused ones included (kind \`SERVER\`), named \`<method> <route>\` (\`GET /v1/pets\`), or
 \`<method>\` when no operation matched. Its parent is the client's span when the request carried a valid
-\`traceparent\`. Error status only for a 5xx.`;
+\`traceparent\`. Error status only for a 5xx. In decision mode, one per decision (\`/decide/<proxy>\`), described by
+the original request the proxy reported, and the child of the \`traceparent\` the decision call carried (the
+client's, or the proxy's own span); nginx's render endpoint makes none.`;
 
 const CLIENT = `One per backend call (kind \`CLIENT\`), from its dispatch to the end of the answer or the fault, named
 \`<method>\`; the child of the server span and the parent the backend's \`traceparent\` names. A refused request has
-none.`;
+none, nor has a decision (the proxy calls the backend).`;
 
 const RESOURCE = "The same on every span of a process (with `WORKERS`, each worker exports its own).";
 

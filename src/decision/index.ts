@@ -19,11 +19,8 @@ import { trustedProxies } from "../trusted-proxies.ts";
 import { CARRIED_ANSWER_HEADER, renderCarried } from "./carried-answer.ts";
 import { callOf, clientOfDecision, type Door } from "./doors.ts";
 
-/** Which door an exchange came through: its answers go out in that door's form. */
-const DOOR_FACT = "decidedFor";
-
 export function createDecisionPipeline(options: PipelineOptions): Pipeline {
-  const { config, versions, metrics, logger } = options;
+  const { config, versions, metrics, logger, tracing } = options;
   // Every live version's chains, by operation: the replies find a request's chain by its operation.
   const { chains } = versions;
   const { maxQueuedAnswerBytes, maxRequestBodyBytes } = config.server;
@@ -35,7 +32,7 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
   const direct = createLocalReplies(chains, noUpstream, isDraining);
   const carried = new Map<string, LocalReplies>();
   const repliesOf = (exchange: CoreExchange): LocalReplies =>
-    carried.get(String(exchange.facts[DOOR_FACT])) ?? direct;
+    carried.get(String(exchange.facts.decidedFor)) ?? direct;
   const onResponseClose = createObserve(
     metrics,
     logger,
@@ -45,6 +42,7 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
       versions.leave(exchange.version);
     },
     versions.statusLabel,
+    tracing,
   );
 
   const handle = inTurn(maxQueuedAnswerBytes, decide);
@@ -52,7 +50,8 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
   function decide(req: IncomingMessage, res: ServerResponse): void {
     const call = callOf(req.url ?? "");
     if (call.kind === "render") {
-      // Not a decision: nothing is counted or logged, the request phases never run.
+      // Not a decision: nothing is counted or logged, the request phases never run, and no span
+      // is made (the decision it renders has its span already: a second would double the trace).
       res.once("close", () => requestEnded(req.socket, maxQueuedAnswerBytes));
       res.on("error", ignoreClientError);
       req.resume();
@@ -65,12 +64,18 @@ export function createDecisionPipeline(options: PipelineOptions): Pipeline {
     const version = versions.enter();
     const exchange = version.judge.open(req, res, clientAddress);
     exchange.version = version;
+    // The decision's server span: the child of the traceparent the proxy sent with the call (the
+    // client's, or the proxy's own span), named and described by the original request, which
+    // enter() has put in its place. The allow answer leaves the backend's traceparent alone: the
+    // proxy forwards the client's, and this span is a leaf beside the backend's.
+    if (tracing !== undefined) tracing.startServer(exchange);
     res.once("close", onResponseClose);
     req.on("error", ignoreClientError);
     res.on("error", ignoreClientError);
     // Anything but a door's call is refused, as proxy mode refuses a path of no operation.
     if (door === undefined) return direct.refuse(exchange, gatewayError("NOT_FOUND"));
-    exchange.facts[DOOR_FACT] = door.name;
+    // Which door the call came through: its answers go out in that door's form.
+    exchange.facts.decidedFor = door.name;
     if (door.carry !== undefined && !carried.has(door.name)) {
       carried.set(door.name, createLocalReplies(chains, noUpstream, isDraining, door.carry));
     }

@@ -21,6 +21,9 @@ export const CONSUMER = "gateway.consumer";
 export const REFUSAL_CODE = "gateway.refusal.code";
 export const REFUSAL_REASON = "gateway.refusal.reason";
 export const DEPRECATED = "gateway.deprecated";
+/** Decision mode's facts of the access line (src/decision/index.ts writes them), as gateway.<fact>. */
+export const DECIDED_FOR = "gateway.decidedFor";
+export const DECISION = "gateway.decision";
 /** Each note a policy wrote for the access line, as gateway.note.<name>. */
 export const NOTE_PREFIX = "gateway.note.";
 /** Each fact of the core's for the access line, as gateway.<fact>. */
@@ -59,7 +62,10 @@ const FACTS = [
 ];
 
 export const SERVER_SPAN_ATTRIBUTES: readonly AttributeRow[] = [
-  { name: ATTR_HTTP_REQUEST_METHOD, value: "The request's method." },
+  {
+    name: ATTR_HTTP_REQUEST_METHOD,
+    value: "The request's method (in decision mode, the original request's, as the proxy reported it).",
+  },
   {
     name: ATTR_HTTP_ROUTE,
     value:
@@ -68,18 +74,27 @@ export const SERVER_SPAN_ATTRIBUTES: readonly AttributeRow[] = [
   {
     name: ATTR_URL_PATH,
     value:
-      "The request's path as the access line logs it: a key anywhere in it is replaced by `[redacted]`, then it is cut at 256 characters.",
+      "The request's path as the access line logs it: a key anywhere in it is replaced by `[redacted]`, then it is cut at 256 characters. In decision mode, the original request's path, not the door's `/decide/<proxy>`.",
   },
   {
     name: ATTR_URL_QUERY,
     value:
       "The query as the access line logs it (a credential-named parameter's value and any key `[redacted]`); absent without one.",
   },
-  { name: ATTR_HTTP_RESPONSE_STATUS_CODE, value: "The status the client got (the access line's `status`)." },
-  { name: ATTR_SERVER_ADDRESS, value: "The `Host` the client asked for, without its port, redacted." },
+  {
+    name: ATTR_HTTP_RESPONSE_STATUS_CODE,
+    value:
+      "The status the client got (the access line's `status`). In decision mode, the verdict's: 200 for an allow (the backend's status is on the proxy's spans), else the status the client gets; through nginx, the real one the 403 carried, not the 403.",
+  },
+  {
+    name: ATTR_SERVER_ADDRESS,
+    value:
+      "The `Host` the client asked for, without its port, redacted. In decision mode, the `Host` of the decision call as the proxy sent it (Envoy copies the client's; nginx's generated config sends its upstream's name, `gateway_decision`).",
+  },
   {
     name: ATTR_CLIENT_ADDRESS,
-    value: "The client's address (behind trusted proxies, the nearest untrusted `X-Forwarded-For` hop).",
+    value:
+      "The client's address (behind trusted proxies, the nearest untrusted `X-Forwarded-For` hop; in decision mode, the address the proxy set, believed from a trusted proxy only).",
   },
   {
     name: ATTR_ERROR_TYPE,
@@ -96,6 +111,16 @@ export const SERVER_SPAN_ATTRIBUTES: readonly AttributeRow[] = [
     value: "Its reason, as the `reason` label of `gateway_rejections_total` (`auth`, `upstream`, …).",
   },
   { name: DEPRECATED, value: "`true` on an operation the document marks `deprecated: true`." },
+  {
+    name: DECIDED_FOR,
+    value:
+      "Decision mode: the proxy whose door was called (`nginx`, `envoy`, `caddy`, `traefik`, `haproxy`), on every decision's span; absent in proxy mode.",
+  },
+  {
+    name: DECISION,
+    value:
+      "Decision mode: `allow` when the request may go on to the backend; a refused one has `gateway.refusal.code`.",
+  },
   {
     name: `${NOTE_PREFIX}<name>`,
     value:

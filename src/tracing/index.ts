@@ -1,4 +1,4 @@
-// OpenTelemetry tracing of the proxy door: a server span per request and a client span around the
+// OpenTelemetry tracing of both doors: a server span per request and a client span around the
 // backend call, exported over OTLP/HTTP by the SDK (no auto-instrumentation: the gateway starts
 // and ends its spans where its own pipeline knows the facts). All of it is off, and costs one
 // check per request, unless an endpoint is set (settings.ts).
@@ -78,7 +78,10 @@ export interface Tracing {
 
 export interface TracingOptions {
   readonly dropped: Counter;
-  /** The backend's URL, for the client span's server.address and url.full. */
+  /**
+   * The backend's URL, for the client span's server.address and url.full; "" in decision mode,
+   * where the proxy in front calls the backend and the gateway makes no client span.
+   */
   readonly upstreamUrl: string;
   readonly maxQueuedSpans?: number;
   readonly exportDelayMs?: number;
@@ -279,6 +282,7 @@ function samplerOf(setting: SamplerSetting): Sampler {
 }
 
 function upstreamFacts(url: string) {
+  if (url === "") return NO_UPSTREAM;
   const parsed = new URL(url);
   const port = parsed.port !== "" ? Number(parsed.port) : parsed.protocol === "https:" ? 443 : 80;
   return {
@@ -288,6 +292,9 @@ function upstreamFacts(url: string) {
     basePath: withoutTrailingSlashes(parsed.pathname),
   };
 }
+
+/** Decision mode's: no backend call, so no client span reads it. */
+const NO_UPSTREAM = { origin: "", address: "", port: 0, basePath: "" };
 
 function hostOf(host: string): string {
   // [v6]:port, name:port, name
