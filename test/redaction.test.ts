@@ -2,12 +2,14 @@
 // client (or a backend echoing the client) can put them, written plainly, percent-encoded or
 // \u-escaped, leave no 12-character piece of themselves in any log line, any answer the gateway
 // writes, /metrics, /deprecations or /contract/violations, nor in any span the gateway exports
-// (its attributes, events, trace state and resource, as a collector decodes them, and the raw bytes).
+// (its attributes, events, trace state and resource, as a collector decodes them, and the raw bytes),
+// in proxy mode and in decision mode.
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
+import { CARRIED_ANSWER_HEADER } from "../src/decision/carried-answer.ts";
 import type { TracingSettings } from "../src/tracing/settings.ts";
 import { tracingSettings } from "../src/tracing/settings.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "./fixtures/otlp-receiver.ts";
@@ -266,5 +268,96 @@ describe("no piece of a key comes out of the gateway", () => {
     assert.equal(status, "HTTP/1.1 200 OK", gw.logs.raw.slice(-3).join("\n"));
     const line = gw.logs.messages("request").at(-1);
     assert.equal(line?.consumer, "unicode");
+  });
+});
+
+// Decision mode: the same placements, in the calls nginx's auth_request and Envoy's ext_authz make
+// (the original request in X-Original-URI, or after Envoy's path prefix), to a decision service
+// exporting a span per decision. An allow answer tells the proxy the credential the backend gets,
+// as it must; a refusal, the log lines and every span hold no piece of a key.
+describe("no piece of a key comes out of a decision", () => {
+  let gw: TestGateway;
+  let receiver: OtlpReceiver;
+  const refusals: string[] = [];
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    gw = await startGateway({
+      upstreamUrl: "",
+      keys: generated,
+      config: { mode: "decision", server: { trustedProxies: ["127.0.0.1"] } },
+      tracing: tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) as TracingSettings,
+    });
+  });
+  after(async () => {
+    await gw?.close();
+    await receiver?.close();
+  });
+
+  test("keys placed anywhere in the original request, through nginx's and Envoy's doors", async () => {
+    const keys = placed.map(({ key }) => key);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...keys),
+        fc.constantFrom(...(Object.keys(PLACEMENTS) as (keyof typeof PLACEMENTS)[])),
+        fc.constantFrom(...(Object.keys(ENCODINGS) as (keyof typeof ENCODINGS)[])),
+        fc.constantFrom("caller", "placed", "unknown", "none"),
+        fc.constantFrom("nginx", "envoy"),
+        async (key, where, encoding, credential, door) => {
+          const placement = (PLACEMENTS[where] as (typeof PLACEMENTS)[string])(ENCODINGS[encoding](key), key);
+          const authorization =
+            placement.credential ?? { caller, placed: key, unknown: unknownOwn, none: undefined }[credential];
+          const method = placement.method ?? "GET";
+          const headers = {
+            ...placement.headers,
+            "x-forwarded-for": "203.0.113.9",
+            ...(authorization === undefined ? {} : { authorization: `Bearer ${authorization}` }),
+          };
+          // nginx sends no body; Envoy sends it (with_request_body).
+          const answer =
+            door === "nginx"
+              ? await request(`${gw.origin}/decide/nginx`, {
+                  headers: {
+                    ...headers,
+                    "x-original-method": method,
+                    "x-original-uri": `/v1${placement.path}`,
+                  },
+                })
+              : await request(`${gw.origin}/decide/envoy/v1${placement.path}`, {
+                  method,
+                  headers,
+                  ...(placement.body === undefined ? {} : { body: placement.body }),
+                });
+          if (answer.status === 200) return;
+          // What the client is shown: through nginx, the answer the 403 carries.
+          const carried = answer.headers[CARRIED_ANSWER_HEADER];
+          const shown =
+            typeof carried === "string"
+              ? Buffer.from(carried, "base64").toString("utf8")
+              : `${JSON.stringify(answer.headers)}\n${answer.body}`;
+          refusals.push(shown);
+          const found = pieceOf([key], shown);
+          assert.equal(
+            found,
+            undefined,
+            `${door}, ${where} (${encoding}, ${credential}): ${answer.status} ${shown}`,
+          );
+        },
+      ),
+      { numRuns: HTTP_CASES },
+    );
+
+    const decisions = gw.logs.messages("request").length;
+    await eventually(
+      "every decision's span exported",
+      () => receiver.counts().serverSpans >= decisions,
+      15_000,
+    );
+    assert.deepEqual(receiver.failures, [], "every export decoded");
+    assert.ok(refusals.length > 0, "some placements were refused");
+    for (const output of [...gw.logs.raw, ...refusals, ...spanTexts(receiver)]) {
+      const piece = pieceOf([...keys, unknownOwn], output);
+      assert.equal(piece, undefined, `a piece of a key (${piece}) in: ${output.slice(0, 400)}`);
+    }
   });
 });
