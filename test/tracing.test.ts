@@ -187,7 +187,7 @@ function exportSuite(protocol: OtlpProtocol) {
       assert.equal(server.attributes["http.route"], "/v1/pets/{petId}");
       assert.equal(server.attributes["gateway.deprecated"], true);
       const days = (Date.parse("2030-12-05T00:00:00Z") - Date.now()) / 86_400_000;
-      const noted = server.attributes["gateway.note.daysToSunset"];
+      const noted = server.attributes["gateway.note.days_to_sunset"];
       assert.equal(typeof noted, "number");
       assert.ok(Math.abs((noted as number) - days) <= 1, `${noted} days, about ${days} left`);
       // The same note on the access line, where a log search finds it.
@@ -368,9 +368,9 @@ function decisionSuite() {
             "client.address",
             "gateway.operation_id",
             "gateway.consumer",
-            "gateway.decidedFor",
+            "gateway.decided_for",
             "gateway.decision",
-            "gateway.note.limitAdjusted",
+            "gateway.note.limit_adjusted",
           ]),
           {
             "http.request.method": "GET",
@@ -382,9 +382,9 @@ function decisionSuite() {
             "client.address": "203.0.113.9",
             "gateway.operation_id": "listPets",
             "gateway.consumer": "alice",
-            "gateway.decidedFor": "nginx",
+            "gateway.decided_for": "nginx",
             "gateway.decision": "allow",
-            "gateway.note.limitAdjusted": "clamped_to_maximum",
+            "gateway.note.limit_adjusted": "clamped_to_maximum",
           },
         );
         // The decision's access line names the decision's span.
@@ -416,7 +416,7 @@ function decisionSuite() {
             "http.response.status_code",
             "gateway.refusal.code",
             "gateway.refusal.reason",
-            "gateway.decidedFor",
+            "gateway.decided_for",
             "gateway.decision",
             "gateway.consumer",
           ]),
@@ -424,7 +424,7 @@ function decisionSuite() {
             "http.response.status_code": 401,
             "gateway.refusal.code": "INVALID_API_KEY",
             "gateway.refusal.reason": "auth",
-            "gateway.decidedFor": "nginx",
+            "gateway.decided_for": "nginx",
           },
         );
         // A 4xx is the client's: not an error of the gateway's span.
@@ -455,11 +455,11 @@ function decisionSuite() {
         assert.equal(span.traceState, "rojo=1");
         assert.equal(span.name, "GET /v1/pets/{petId}");
         assert.equal(span.attributes["url.path"], "/v1/pets/1");
-        assert.equal(span.attributes["gateway.decidedFor"], "envoy");
+        assert.equal(span.attributes["gateway.decided_for"], "envoy");
         assert.equal(span.attributes["gateway.decision"], "allow");
         // getPet in the bundled document: deprecated, sunset 2030-12-05.
         assert.equal(span.attributes["gateway.deprecated"], true);
-        assert.equal(typeof span.attributes["gateway.note.daysToSunset"], "number");
+        assert.equal(typeof span.attributes["gateway.note.days_to_sunset"], "number");
       });
 
       test("Envoy tracing its ext_authz call: the decision is the child of Envoy's span, a refusal of the body included", async () => {
@@ -480,7 +480,7 @@ function decisionSuite() {
         assert.equal(span.name, "POST /v1/pets");
         assert.equal(span.attributes["http.response.status_code"], 400);
         assert.equal(span.attributes["gateway.refusal.code"], "INVALID_BODY");
-        assert.equal(span.attributes["gateway.decidedFor"], "envoy");
+        assert.equal(span.attributes["gateway.decided_for"], "envoy");
       });
 
       test("a decision call without a valid traceparent starts a trace of its own", async () => {

@@ -22,12 +22,32 @@ export const REFUSAL_CODE = "gateway.refusal.code";
 export const REFUSAL_REASON = "gateway.refusal.reason";
 export const DEPRECATED = "gateway.deprecated";
 /** Decision mode's facts of the access line (src/decision/index.ts writes them), as gateway.<fact>. */
-export const DECIDED_FOR = "gateway.decidedFor";
+export const DECIDED_FOR = "gateway.decided_for";
 export const DECISION = "gateway.decision";
-/** Each note a policy wrote for the access line, as gateway.note.<name>. */
+/** Each note a policy wrote for the access line, as gateway.note.<name> (attributeNameOf). */
 export const NOTE_PREFIX = "gateway.note.";
-/** Each fact of the core's for the access line, as gateway.<fact>. */
+/** Each fact of the core's for the access line, as gateway.<fact> (attributeNameOf). */
 export const FACT_PREFIX = "gateway.";
+
+// The access line's field names are camelCase (`daysToSunset`); OpenTelemetry's attribute naming
+// asks for snake_case in each part of a name (`gateway.note.days_to_sunset`), which is what a
+// collector's users search by. A note's name can come from the document (a page-size parameter's
+// own name), so the cache is bounded; past it a name is converted each time.
+const MAX_CACHED_NAMES = 256;
+const snakeNames = new Map<string, string>();
+
+/** An access line's fact or note name as a span attribute's last part: `daysToSunset` → `days_to_sunset`. */
+export function attributeNameOf(accessLineName: string): string {
+  const cached = snakeNames.get(accessLineName);
+  if (cached !== undefined) return cached;
+  let name = "";
+  for (const char of accessLineName) {
+    const lower = char.toLowerCase();
+    name += lower !== char && name !== "" && !name.endsWith("_") ? `_${lower}` : lower;
+  }
+  if (snakeNames.size < MAX_CACHED_NAMES) snakeNames.set(accessLineName, name);
+  return name;
+}
 
 export interface AttributeRow {
   /** The attribute's name; `<name>` in it stands for each of `names`. */
@@ -124,14 +144,14 @@ export const SERVER_SPAN_ATTRIBUTES: readonly AttributeRow[] = [
   {
     name: `${NOTE_PREFIX}<name>`,
     value:
-      "Each note a policy wrote on the access line (`notes.<name>`, [logs](../logs.md)): `daysToSunset` (lifecycle: whole days to a deprecated operation's sunset, 0 or less once it has passed), `stability` (lifecycle: `experimental` or `beta`), `limitAdjusted` and `limitRequested` (limit: `defaulted`, `clamped_to_minimum` or `clamped_to_maximum`, and the value sent; another page size under its own name, `per_pageAdjusted`), `contractViolation`, `contractViolations` and `contractJudged` (response contract: the first rule broken, how many, `false` for an answer its sample left unjudged), `authFailure`, `keyConsumer` and `keyDigest` (auth: why a key was refused; an expired key's consumer and the first 8 hex digits of its digest).",
-    names: NOTES,
+      "Each note a policy wrote on the access line (`notes.<name>`, [logs](../logs.md)), its name in snake_case (`notes.daysToSunset` is `gateway.note.days_to_sunset`): `days_to_sunset` (lifecycle: whole days to a deprecated operation's sunset, 0 or less once it has passed), `stability` (lifecycle: `experimental` or `beta`), `limit_adjusted` and `limit_requested` (limit: `defaulted`, `clamped_to_minimum` or `clamped_to_maximum`, and the value sent; another page size under its own name, `per_page_adjusted`), `contract_violation`, `contract_violations` and `contract_judged` (response contract: the first rule broken, how many, `false` for an answer its sample left unjudged), `auth_failure`, `key_consumer` and `key_digest` (auth: why a key was refused; an expired key's consumer and the first 8 hex digits of its digest).",
+    names: NOTES.map(attributeNameOf),
   },
   {
     name: `${FACT_PREFIX}<fact>`,
     value:
-      "Each of the core's facts of the access line: `upstreamFault` (what went wrong with the backend), `aborted` (the answer was cut), `cutAtDeadline` (by the shutdown deadline), `localReply`, `policyFailed` (a policy threw: its name and phase), `requestIdReplaced` and `traceparentDropped` (`credential`: the client's request id, or its `traceparent`'s ids, held a key).",
-    names: FACTS,
+      "Each of the core's facts of the access line, its name in snake_case: `upstream_fault` (what went wrong with the backend), `aborted` (the answer was cut), `cut_at_deadline` (by the shutdown deadline), `local_reply`, `policy_failed` (a policy threw: its name and phase), `request_id_replaced` and `traceparent_dropped` (`credential`: the client's request id, or its `traceparent`'s ids, held a key).",
+    names: FACTS.map(attributeNameOf),
   },
 ];
 

@@ -41,6 +41,7 @@ import { loggedPath } from "../logged-path.ts";
 import type { CoreExchange } from "../pipeline/exchange.ts";
 import { withoutTrailingSlashes } from "../trailing-slashes.ts";
 import {
+  attributeNameOf,
   CONSUMER,
   DEPRECATED,
   FACT_PREFIX,
@@ -230,11 +231,11 @@ function serverAttributes(exchange: CoreExchange, status: number, logged: string
   // the days to a deprecated operation's sunset).
   for (const name in exchange.notes) {
     const value = exchange.notes[name] as string | number | boolean;
-    attributes[NOTE_PREFIX + name] = typeof value === "string" ? cut(value) : value;
+    attributes[NOTE_PREFIX + attributeNameOf(name)] = typeof value === "string" ? cut(value) : value;
   }
   for (const name in exchange.facts) {
     const value = exchange.facts[name] as string | number | boolean;
-    attributes[FACT_PREFIX + name] = typeof value === "string" ? cut(value) : value;
+    attributes[FACT_PREFIX + attributeNameOf(name)] = typeof value === "string" ? cut(value) : value;
   }
   return attributes;
 }

@@ -95,9 +95,9 @@ describe("a client's trace through real nginx and the decision service", { skip:
     assert.equal(span.attributes["client.address"], "127.0.0.1");
     // The Host of the decision call: nginx names its decision upstream (docs/reference/tracing.md).
     assert.equal(span.attributes["server.address"], "gateway_decision");
-    assert.equal(span.attributes["gateway.decidedFor"], "nginx");
+    assert.equal(span.attributes["gateway.decided_for"], "nginx");
     assert.equal(span.attributes["gateway.consumer"], "alice");
-    assert.equal(span.attributes["gateway.note.limitAdjusted"], "clamped_to_maximum");
+    assert.equal(span.attributes["gateway.note.limit_adjusted"], "clamped_to_maximum");
   });
 
   test("a refused request: one span, with the status the client got, and none for the render endpoint", async () => {

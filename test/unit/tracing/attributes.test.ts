@@ -7,7 +7,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { PROJECT_ROOT } from "../../../src/project-files.ts";
-import { FACT_PREFIX, isListedAttribute, SERVER_SPAN_ATTRIBUTES } from "../../../src/tracing/attributes.ts";
+import {
+  attributeNameOf,
+  FACT_PREFIX,
+  isListedAttribute,
+  SERVER_SPAN_ATTRIBUTES,
+} from "../../../src/tracing/attributes.ts";
 
 test("every fact a pipeline step or a decision writes is a server span attribute the reference lists", () => {
   const written = new Set<string>();
@@ -23,6 +28,17 @@ test("every fact a pipeline step or a decision writes is a server span attribute
   for (const fact of ["upstreamFault", "traceparentDropped", "decidedFor", "decision"])
     assert.ok(written.has(fact), `${fact} among ${[...written].join(", ")}`);
   for (const fact of written) {
-    assert.ok(isListedAttribute(FACT_PREFIX + fact, SERVER_SPAN_ATTRIBUTES), `${FACT_PREFIX}${fact}`);
+    const name = FACT_PREFIX + attributeNameOf(fact);
+    assert.ok(isListedAttribute(name, SERVER_SPAN_ATTRIBUTES), name);
   }
+});
+
+test("an access line's camelCase name is a snake_case attribute name, as OpenTelemetry's naming asks", () => {
+  assert.equal(attributeNameOf("daysToSunset"), "days_to_sunset");
+  assert.equal(attributeNameOf("decidedFor"), "decided_for");
+  assert.equal(attributeNameOf("aborted"), "aborted");
+  // A page size named by the document keeps its own underscores, without doubling one.
+  assert.equal(attributeNameOf("per_pageAdjusted"), "per_page_adjusted");
+  assert.equal(attributeNameOf("page_Size"), "page_size");
+  assert.equal(attributeNameOf("URLAdjusted"), "u_r_l_adjusted");
 });
