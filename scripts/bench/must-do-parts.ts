@@ -18,15 +18,12 @@ export function answerValidator(api: ApiDescription, operationId: string, status
 }
 
 /**
- * The access line's logger, writing to /dev/null in batches and synchronously: alone, cheaper than
- * the gateway's asynchronous destination (libuv's thread pool); in the gateway under load the two
- * cost the same (bench/results/2026-11-23-figures-from-the-readme.md). So the floor is never
- * dearer than the gateway's own logging.
+ * The access line's logger, writing to /dev/null in batches and synchronously, as the gateway
+ * writes to a file or /dev/null (src/logger.ts): the floor pays what the gateway's own logging pays.
  */
 export function accessLogToDevNull(): Logger {
   const destination = pino.destination({
-    ...destinationOptions(false),
-    sync: true,
+    ...destinationOptions(false, true),
     dest: openSync("/dev/null", "w"),
   });
   return flatLineLogger(createLogger("info", destination).logger);
