@@ -5,6 +5,7 @@ import { mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
+import pino from "pino";
 import { createLogger, destinationOptions, flatLineLogger } from "../src/logger.ts";
 import { LogCapture } from "./support/gateway.ts";
 import { PROJECT_ROOT } from "./support/program.ts";
@@ -31,6 +32,76 @@ test("the access line's logger still redacts a top-level authorization field", (
   access.flush();
   assert.equal(capture.lines[0]?.authorization, "[redacted]");
   assert.equal(capture.lines[0]?.status, 200);
+});
+
+test("the access line's logger censors authorization among the policies' notes", () => {
+  const capture = new LogCapture();
+  const access = flatLineLogger(createLogger("info", capture).logger);
+  access.info({ operation: "listPets", notes: { authorization: KEY, limitAdjusted: "clamped" } }, "request");
+  assert.deepEqual(capture.lines[0]?.notes, { authorization: "[redacted]", limitAdjusted: "clamped" });
+  assert.ok(!capture.raw[0]?.includes("live_secret_key"));
+});
+
+/** Lines whose values pino's asJson writes in every way it has: the flat line must read the same. */
+const LINES: readonly [Record<string, unknown>, string | undefined][] = [
+  [
+    {
+      reqId: "3b241101-e2bb-4255-8caf-4136c566a962",
+      operation: "listPets",
+      method: "GET",
+      path: "/v1/pets?limit=20&name=%22x%22",
+      status: 200,
+      durationMs: 0.412,
+      upstreamMs: undefined,
+      consumer: "acme",
+      decidedFor: "nginx",
+      decision: "allow",
+      aborted: false,
+      notes: { limitAdjusted: "defaulted", daysToSunset: 1470 },
+    },
+    "request",
+  ],
+  [
+    { quote: 'a "b" \\ c', control: "tab\tnew\nline\u0001", unicode: "é ü 中 \u2028", long: "x".repeat(150) },
+    "msg",
+  ],
+  [
+    { nan: Number.NaN, infinite: Number.POSITIVE_INFINITY, negative: -0, big: 1e21, small: 1e-7, yes: true },
+    "numbers",
+  ],
+  [{ authorization: KEY, notes: {} }, 'a "quoted" message'],
+  [
+    { notes: { nested: { deeper: 1 } }, when: new Date(0), err: new Error("boom") },
+    "objects pino writes itself",
+  ],
+  [{ operation: "getPet" }, undefined],
+];
+
+test("a flat line reads byte for byte as pino's own asJson writes it", () => {
+  const flat = new LogCapture();
+  const general = new LogCapture();
+  const access = flatLineLogger(createLogger("info", flat).logger);
+  // What flatLineLogger was before flatLine: pino's asJson with the redaction paths.
+  const reference = createLogger("info", general).logger.child(
+    {},
+    { redact: { paths: ["authorization", "notes.authorization"], censor: "[redacted]" } },
+  );
+  for (const [fields, msg] of LINES) {
+    access.info(fields, msg);
+    reference.info(fields, msg);
+  }
+  const timeless = (raw: string) => raw.replace(/"time":"[^"]*"/, '"time":""');
+  assert.equal(flat.raw.length, LINES.length);
+  assert.deepEqual(flat.raw.map(timeless), general.raw.map(timeless));
+});
+
+test("the installed pino has the fields the flat line reads (else every line would take pino's slower way)", () => {
+  const { logger } = createLogger("info", new LogCapture());
+  const access = flatLineLogger(logger) as unknown as Record<symbol, unknown>;
+  assert.notEqual(
+    access[pino.symbols.asJsonSym],
+    (logger as unknown as Record<symbol, unknown>)[pino.symbols.asJsonSym],
+  );
 });
 
 interface Burst {
