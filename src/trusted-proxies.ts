@@ -20,9 +20,16 @@ export function trustedProxies(entries: readonly string[]): TrustedProxies {
     if (prefix === undefined) list.addAddress(plain, family);
     else list.addSubnet(plain, Number(prefix), family);
   }
+  // Asked on every request (twice in proxy mode) about the peer, which is nearly always the same
+  // few proxies: the last answer is kept, as isIP and BlockList.check cost about 1 % of a decision.
+  let lastAddress: string | undefined;
+  let lastTrusted = false;
   return (address) => {
+    if (address === lastAddress) return lastTrusted;
     const version = isIP(address);
-    return version !== 0 && list.check(address, version === 6 ? "ipv6" : "ipv4");
+    lastTrusted = version !== 0 && list.check(address, version === 6 ? "ipv6" : "ipv4");
+    lastAddress = address;
+    return lastTrusted;
   };
 }
 

@@ -63,3 +63,12 @@ test("a dual-stack socket's mapped IPv4 address is that IPv4 address; IPv6 stays
   assert.equal(unmappedAddress("::ffff:a01:203"), "::ffff:a01:203");
   assert.equal(unmappedAddress("fd00::1"), "fd00::1");
 });
+
+test("the same peer asked again, then another, gets each its own answer", () => {
+  const trusted = trustedProxies(["10.0.0.0/8"]);
+  const asked = ["10.0.0.1", "10.0.0.1", "11.0.0.1", "11.0.0.1", "10.0.0.1", "", "10.0.0.1"];
+  assert.deepEqual(
+    asked.map((address) => trusted(address)),
+    [true, true, false, false, true, false, true],
+  );
+});
