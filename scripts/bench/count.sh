@@ -6,7 +6,9 @@
 # in front of the demo backend, 4 keep-alive clients sending GET /v1/pets (the 20-animal page).
 #   instructions/request: valgrind's callgrind, instrumentation off for 3,000 warm-up requests, on
 #     for the next 2,000 (the whole process: V8, Node, GC). Two runs of one build differ by up to
-#     ~4 %: use RUNS=3 or more to tell a few percent.
+#     ~4 %: use RUNS=3 or more to tell a few percent. WARMUP and COUNTED change the two figures:
+#     after 3,000 requests V8's optimizing compiler is still at work, on threads the count includes
+#     (a third of a decision's count); with WARMUP=12000 COUNTED=4000 it is done before counting starts.
 #   allocated bytes/request: V8's own count (--trace-gc-nvp "allocated="), summed over 25,000
 #     requests; repeatable to about 0.2 %.
 # MODE=decision counts decision mode instead (GATEWAY_MODE=decision, with the bench's CORS origin,
@@ -15,7 +17,7 @@
 # Needs valgrind (Debian: apt-get install valgrind). Each ref is built in a temporary worktree.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-RUNS="${RUNS:-2}"
+RUNS="${RUNS:-2}" WARMUP="${WARMUP:-3000}" COUNTED="${COUNTED:-2000}"
 command -v valgrind >/dev/null || { echo "bench:count needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 [ "$#" -gt 0 ] || { echo "usage: npm run bench:count -- <git-ref> [<git-ref> ...]  (\".\" is the working tree)" >&2; exit 2; }
 WORK="$(mktemp -d)"
@@ -68,14 +70,14 @@ for ref in "$@"; do
   counts=()
   for run in $(seq 1 "$RUNS"); do
     start "$tree" "valgrind --tool=callgrind --smc-check=all-non-file --instr-atstart=no --callgrind-out-file=$WORK/cg.$n.$run node $FLAGS dist/src/main.js"
-    load 3000
+    load "$WARMUP"
     callgrind_control -i on "$GATEWAY_PID" >/dev/null
-    load 2000
+    load "$COUNTED"
     callgrind_control -i off "$GATEWAY_PID" >/dev/null
     callgrind_control -d "$GATEWAY_PID" >/dev/null
     stop
     total=$(grep -h '^totals:' "$WORK"/cg.$n.$run* | awk '{s += $2} END {printf "%.0f", s}')
-    counts+=("$((total / 2000))")
+    counts+=("$((total / COUNTED))")
   done
   start "$tree" "node $FLAGS --trace-gc-nvp dist/src/main.js"
   load 25000
