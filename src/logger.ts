@@ -224,19 +224,27 @@ export function stdoutIsFile(): boolean {
   }
 }
 
-// pino's isoTime builds a Date and formats it for every line. The same text, with the part up to
-// the second formatted once a second: an ISO timestamp with milliseconds, as before.
+// Date's toISOString formats every call through snprintf: about 7,000 instructions (callgrind),
+// paid on every log line by pino's isoTime and on every deprecated call by its calledAt. The same
+// text, with the part up to the second formatted once a second.
 let formattedSecond = -1;
 let secondPrefix = "";
-function isoTime(): string {
-  const now = Date.now();
-  const ms = now % 1000;
-  const second = now - ms;
+
+/** new Date(ms).toISOString(), for a time in whole milliseconds. */
+export function isoTimestamp(ms: number): string {
+  if (!Number.isInteger(ms) || ms < 0) return new Date(ms).toISOString();
+  const millis = ms % 1000;
+  const second = ms - millis;
   if (second !== formattedSecond) {
+    const text = new Date(second).toISOString(); // "2026-11-22T01:07:01.000Z"
     formattedSecond = second;
-    secondPrefix = new Date(second).toISOString().slice(0, 20); // "2026-11-22T01:07:01."
+    secondPrefix = text.slice(0, -4);
   }
-  return `,"time":"${secondPrefix}${ms < 10 ? "00" : ms < 100 ? "0" : ""}${ms}Z"`;
+  return `${secondPrefix}${millis < 10 ? "00" : millis < 100 ? "0" : ""}${millis}Z`;
+}
+
+function isoTime(): string {
+  return `,"time":"${isoTimestamp(Date.now())}"`;
 }
 
 export function createLogger(

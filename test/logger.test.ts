@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import pino from "pino";
-import { createLogger, destinationOptions, flatLineLogger } from "../src/logger.ts";
+import { createLogger, destinationOptions, flatLineLogger, isoTimestamp } from "../src/logger.ts";
 import { LogCapture } from "./support/gateway.ts";
 import { PROJECT_ROOT } from "./support/program.ts";
 
@@ -102,6 +102,28 @@ test("the installed pino has the fields the flat line reads (else every line wou
     access[pino.symbols.asJsonSym],
     (logger as unknown as Record<symbol, unknown>)[pino.symbols.asJsonSym],
   );
+});
+
+test("a timestamp reads as Date's toISOString, whichever second it falls in", () => {
+  const now = Date.now();
+  const times = [
+    0,
+    1,
+    999,
+    1000,
+    1001,
+    now,
+    now + 1,
+    now + 999,
+    now + 1000,
+    now - 1,
+    now,
+    253402300799999,
+    253402300800000,
+  ];
+  for (const ms of [...times, 1.5, -1, -86_400_001])
+    assert.equal(isoTimestamp(ms), new Date(ms).toISOString(), String(ms));
+  assert.throws(() => isoTimestamp(Number.NaN), RangeError);
 });
 
 interface Burst {

@@ -4,6 +4,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
 import type { Counter } from "prom-client";
+import { isoTimestamp } from "../../src/logger.ts";
 import type { Exchange, GatewayError } from "../../src/policy.ts";
 import { ConfigError } from "../../src/startup-errors.ts";
 import { ANONYMOUS, type ConsumerCounter } from "./consumers.ts";
@@ -94,7 +95,7 @@ export function deprecationPhases(deprecation: Deprecation, setting: Deprecation
         {
           operation: id,
           consumer,
-          calledAt: new Date(at).toISOString(),
+          calledAt: isoTimestamp(at),
           userAgent,
           clientAddress: exchange.clientAddress,
           reqId: exchange.requestId,
