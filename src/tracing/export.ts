@@ -13,27 +13,23 @@ import {
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace";
 import type { Counter } from "prom-client";
-import type { TracingSettings } from "./settings.ts";
+import type { BatchSettings, TracingSettings } from "./settings.ts";
 
-/** Spans waiting for export: past it, a span is dropped (and counted) rather than held. */
-export const MAX_QUEUED_SPANS = 2048;
-const MAX_BATCH = 512;
-const EXPORT_DELAY_MS = 1000;
-/** How long one batch may take to reach the collector before it counts as lost. */
-const EXPORT_TIMEOUT_MS = 10_000;
 const SAMPLED = 1;
 
 export interface ExportOptions {
   readonly dropped: Counter;
-  readonly maxQueuedSpans?: number;
-  readonly exportDelayMs?: number;
 }
 
 export function exportingProcessor(settings: TracingSettings, options: ExportOptions): SpanProcessor {
-  const config = { url: settings.url, headers: { ...settings.headers }, timeoutMillis: EXPORT_TIMEOUT_MS };
+  const config = {
+    url: settings.url,
+    headers: { ...settings.headers },
+    timeoutMillis: settings.batch.exportTimeoutMillis,
+  };
   const exporter =
     settings.protocol === "http/json" ? new JsonExporter(config) : new ProtobufExporter(config);
-  return new CountingProcessor(exporter, options);
+  return new CountingProcessor(exporter, settings.batch, options.dropped);
 }
 
 class CountingProcessor implements SpanProcessor {
@@ -44,9 +40,9 @@ class CountingProcessor implements SpanProcessor {
   private readonly dropped: Counter;
   private readonly maxQueued: number;
 
-  constructor(exporter: SpanExporter, options: ExportOptions) {
-    this.dropped = options.dropped;
-    this.maxQueued = options.maxQueuedSpans ?? MAX_QUEUED_SPANS;
+  constructor(exporter: SpanExporter, shape: BatchSettings, dropped: Counter) {
+    this.dropped = dropped;
+    this.maxQueued = shape.maxQueueSize;
     const counting: SpanExporter = {
       export: (spans: ReadableSpan[], done: (result: ExportResult) => void) => {
         this.queued -= spans.length;
@@ -58,13 +54,7 @@ class CountingProcessor implements SpanProcessor {
       shutdown: () => exporter.shutdown(),
       forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
     };
-    this.batch = new BatchSpanProcessor({
-      exporter: counting,
-      maxQueueSize: this.maxQueued,
-      maxExportBatchSize: Math.min(MAX_BATCH, this.maxQueued),
-      scheduledDelayMillis: options.exportDelayMs ?? EXPORT_DELAY_MS,
-      exportTimeoutMillis: EXPORT_TIMEOUT_MS,
-    });
+    this.batch = new BatchSpanProcessor({ exporter: counting, ...shape });
   }
 
   onStart(span: Span, parentContext: Context): void {

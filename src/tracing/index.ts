@@ -84,8 +84,6 @@ export interface TracingOptions {
    * where the proxy in front calls the backend and the gateway makes no client span.
    */
   readonly upstreamUrl: string;
-  readonly maxQueuedSpans?: number;
-  readonly exportDelayMs?: number;
 }
 
 const TRACER_NAME = "petstore-gateway";

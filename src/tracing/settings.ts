@@ -12,6 +12,21 @@ export type SamplerSetting =
   | { readonly kind: "traceidratio"; readonly ratio: number }
   | { readonly kind: "parentbased"; readonly root: SamplerSetting };
 
+/**
+ * The batch span processor's shape: OTEL_BSP_* where set, else the gateway's defaults below. The
+ * SDK itself reads none of these variables.
+ */
+export interface BatchSettings {
+  /** OTEL_BSP_MAX_QUEUE_SIZE: spans waiting for export; past it a span is dropped (and counted). */
+  readonly maxQueueSize: number;
+  /** OTEL_BSP_MAX_EXPORT_BATCH_SIZE: spans per export, at most maxQueueSize. */
+  readonly maxExportBatchSize: number;
+  /** OTEL_BSP_SCHEDULE_DELAY: milliseconds a span may wait for its batch to fill. */
+  readonly scheduledDelayMillis: number;
+  /** OTEL_BSP_EXPORT_TIMEOUT: milliseconds one export may take before its spans count as lost. */
+  readonly exportTimeoutMillis: number;
+}
+
 export interface TracingSettings {
   /** The traces URL, …/v1/traces. */
   readonly url: string;
@@ -21,10 +36,18 @@ export interface TracingSettings {
   readonly serviceName: string;
   readonly resourceAttributes: Readonly<Record<string, string>>;
   readonly sampler: SamplerSetting;
+  readonly batch: BatchSettings;
 }
 
 export const DEFAULT_SERVICE_NAME = "petstore-gateway";
 const TRACES_PATH = "/v1/traces";
+/** The spec's queue. */
+const MAX_QUEUE_SIZE = 2048;
+const MAX_EXPORT_BATCH_SIZE = 512;
+/** The spec says 5 s; a second keeps what a quiet gateway holds, and the trace's delay, short. */
+const SCHEDULED_DELAY_MS = 1000;
+/** The spec says 30 s; 10 s is the OTLP exporter's own timeout, and a batch past it is counted lost. */
+const EXPORT_TIMEOUT_MS = 10_000;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -48,6 +71,7 @@ export function tracingSettings(env: Env): TracingSettings | undefined {
     serviceName: value(env, "OTEL_SERVICE_NAME") ?? DEFAULT_SERVICE_NAME,
     resourceAttributes: keyValues(env, "OTEL_RESOURCE_ATTRIBUTES"),
     sampler: samplerOf(env),
+    batch: batchOf(env),
   };
 }
 
@@ -112,6 +136,32 @@ function samplerOf(env: Env): SamplerSetting {
         `OTEL_TRACES_SAMPLER: "${name}" is not one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio`,
       );
   }
+}
+
+function batchOf(env: Env): BatchSettings {
+  const maxQueueSize = positive(env, "OTEL_BSP_MAX_QUEUE_SIZE");
+  const maxExportBatchSize = positive(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE");
+  if (maxQueueSize !== undefined && maxExportBatchSize !== undefined && maxExportBatchSize > maxQueueSize) {
+    throw new ConfigError("OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE");
+  }
+  const queue = maxQueueSize ?? MAX_QUEUE_SIZE;
+  return {
+    maxQueueSize: queue,
+    maxExportBatchSize: maxExportBatchSize ?? Math.min(MAX_EXPORT_BATCH_SIZE, queue),
+    scheduledDelayMillis: positive(env, "OTEL_BSP_SCHEDULE_DELAY") ?? SCHEDULED_DELAY_MS,
+    exportTimeoutMillis: positive(env, "OTEL_BSP_EXPORT_TIMEOUT") ?? EXPORT_TIMEOUT_MS,
+  };
+}
+
+/** A whole number above 0: the OTEL_BSP_* variables are counts and milliseconds. */
+function positive(env: Env, name: string): number | undefined {
+  const text = value(env, name);
+  if (text === undefined) return undefined;
+  const parsed = Number(text);
+  if (!Number.isSafeInteger(parsed) || parsed <= 0) {
+    throw new ConfigError(`${name}: "${text}" is not a whole number above 0`);
+  }
+  return parsed;
 }
 
 // "key1=value1,key2=value2", each part URL-encoded (the spec's W3C Baggage-like form).

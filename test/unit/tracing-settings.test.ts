@@ -74,3 +74,56 @@ test("the sampler is parent-based always-on by default, and a parent-based ratio
     }),
   );
 });
+
+test("the batch processor's shape comes from OTEL_BSP_* where set, else the gateway's defaults", () => {
+  const defaults = tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: ENDPOINT });
+  assert.ok(defaults);
+  assert.deepEqual(defaults.batch, {
+    maxQueueSize: 2048,
+    maxExportBatchSize: 512,
+    scheduledDelayMillis: 1000,
+    exportTimeoutMillis: 10_000,
+  });
+  const set = tracingSettings({
+    OTEL_EXPORTER_OTLP_ENDPOINT: ENDPOINT,
+    OTEL_BSP_MAX_QUEUE_SIZE: "4096",
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "1024",
+    OTEL_BSP_SCHEDULE_DELAY: "5000",
+    OTEL_BSP_EXPORT_TIMEOUT: "30000",
+  });
+  assert.ok(set);
+  assert.deepEqual(set.batch, {
+    maxQueueSize: 4096,
+    maxExportBatchSize: 1024,
+    scheduledDelayMillis: 5000,
+    exportTimeoutMillis: 30_000,
+  });
+  // A queue smaller than the default batch: the batch is the whole queue.
+  const small = tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: ENDPOINT, OTEL_BSP_MAX_QUEUE_SIZE: "100" });
+  assert.ok(small);
+  assert.equal(small.batch.maxExportBatchSize, 100);
+});
+
+test("an OTEL_BSP_* value that is not a whole number above 0, or a batch above the queue, is refused by name", () => {
+  for (const [name, text] of [
+    ["OTEL_BSP_MAX_QUEUE_SIZE", "0"],
+    ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "-5"],
+    ["OTEL_BSP_SCHEDULE_DELAY", "1.5"],
+    ["OTEL_BSP_EXPORT_TIMEOUT", "soon"],
+  ] as const) {
+    assert.throws(
+      () => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: ENDPOINT, [name]: text }),
+      (error: Error & { code?: string }) =>
+        error.code === "GATEWAY_CONFIG_INVALID" && error.message.startsWith(`${name}: "${text}"`),
+    );
+  }
+  assert.throws(
+    () =>
+      tracingSettings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: ENDPOINT,
+        OTEL_BSP_MAX_QUEUE_SIZE: "64",
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "128",
+      }),
+    /OTEL_BSP_MAX_EXPORT_BATCH_SIZE must not exceed OTEL_BSP_MAX_QUEUE_SIZE/,
+  );
+});
