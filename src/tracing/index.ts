@@ -20,6 +20,7 @@ import {
   ParentBasedSampler,
   RandomIdGenerator,
   type Sampler,
+  type SpanProcessor,
   TraceIdRatioBasedSampler,
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
@@ -90,7 +91,12 @@ const TRACER_NAME = "petstore-gateway";
 const MAX_ATTRIBUTE_CHARS = 256;
 const SAMPLED = 1;
 
-export function createTracing(settings: TracingSettings, options: TracingOptions): Tracing {
+/**
+ * The SDK's tracer as the gateway sets it up (sampler, ids, resource), ending its spans into
+ * `processor` (the export leg of export.ts): createTracing() below, and
+ * scripts/bench/tracing-floor.ts, which measures what it costs alone.
+ */
+export function sdkTracer(settings: TracingSettings, processor: SpanProcessor) {
   const ids = new RandomIdGenerator();
   const provider = new TracerProvider({
     idGenerator: ids,
@@ -99,9 +105,23 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
       [ATTR_SERVICE_NAME]: settings.serviceName,
     }),
     sampler: samplerOf(settings.sampler),
-    spanProcessors: [exportingProcessor(settings, options)],
+    spanProcessors: [processor],
   });
   const tracer: Tracer = provider.getTracer(TRACER_NAME);
+  return { ids, provider, tracer };
+}
+
+export function createTracing(settings: TracingSettings, options: TracingOptions): Tracing {
+  return createTracingWith(settings, exportingProcessor(settings, options), options);
+}
+
+/** createTracing() ending its spans into `processor` (scripts/bench/tracing-floor.ts cuts the export leg short). */
+export function createTracingWith(
+  settings: TracingSettings,
+  processor: SpanProcessor,
+  options: TracingOptions,
+): Tracing {
+  const { ids, provider, tracer } = sdkTracer(settings, processor);
   const upstream = upstreamFacts(options.upstreamUrl);
   const followsParent = settings.sampler.kind === "parentbased";
 
