@@ -80,7 +80,7 @@ test("the batch processor's shape comes from OTEL_BSP_* where set, else the gate
   assert.ok(defaults);
   assert.deepEqual(defaults.batch, {
     maxQueueSize: 2048,
-    maxExportBatchSize: 512,
+    maxExportBatchSize: 256,
     scheduledDelayMillis: 1000,
     exportTimeoutMillis: 10_000,
   });
