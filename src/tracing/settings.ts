@@ -47,7 +47,7 @@ const MAX_QUEUE_SIZE = 2048;
  * Half the spec's 512: a span waits for its batch, and at the rates where tracing's cost shows
  * (7,000 requests a second at 1.0) a batch of 512 filled in about 37 ms, longer than the young
  * generation lasted (a scavenge every 25 ms or so): many of its spans outlived two scavenges and were
- * promoted, for every full collection to mark again.
+ * promoted, for every full collection to mark again (bench/results/2026-11-26-tracing-cost.md).
  * 256 keeps them young; 128 promoted no less, for twice the exports.
  */
 const MAX_EXPORT_BATCH_SIZE = 256;
