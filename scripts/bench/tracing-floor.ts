@@ -57,7 +57,7 @@ import type { DocumentVersion } from "../../src/document-version.ts";
 import { loadApiDescription, type Operation } from "../../src/openapi.ts";
 import { type CoreExchange, newExchange } from "../../src/pipeline/exchange.ts";
 import { DEFAULT_OPENAPI_FILE } from "../../src/project-files.ts";
-import { CONSUMER, NOTE_PREFIX, OPERATION_ID } from "../../src/tracing/attributes.ts";
+import { attributeNameOf, CONSUMER, NOTE_PREFIX, OPERATION_ID } from "../../src/tracing/attributes.ts";
 import { exportingProcessor } from "../../src/tracing/export.ts";
 import { createTracingWith, sdkTracer, type Tracing } from "../../src/tracing/index.ts";
 import { type TracingSettings, tracingSettings } from "../../src/tracing/settings.ts";
@@ -112,7 +112,7 @@ function spanPair(tracer: ReturnType<typeof sdkTracer>["tracer"]): void {
     [ATTR_HTTP_ROUTE]: "/v1/pets",
     [OPERATION_ID]: "listPets",
     [CONSUMER]: "count",
-    [`${NOTE_PREFIX}limitAdjusted`]: "defaulted",
+    [NOTE_PREFIX + attributeNameOf("limitAdjusted")]: "defaulted",
   });
   server.updateName("GET /v1/pets");
   server.end();
