@@ -6,8 +6,6 @@ import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import type { TracingSettings } from "../src/tracing/settings.ts";
-import { tracingSettings } from "../src/tracing/settings.ts";
 import { contractAnswer } from "./fixtures/contract-answer.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "./fixtures/otlp-receiver.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
@@ -17,6 +15,7 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { sha256, writeKeysFile, writeKeysFileAt } from "./support/keys.ts";
 import { assertNoSecrets, capturedOutputs, spanTexts } from "./support/secrets.ts";
+import { exportingTo } from "./support/tracing.ts";
 
 const generated = writeKeysFile(["acme", "globex"]);
 const { file: keysFile, key, keyOf } = generated;
@@ -41,7 +40,7 @@ describe("secret hygiene", () => {
       upstreamUrl: backend.url,
       keys: generated,
       config: { policies: { auth: { reloadIntervalMs: 100 } }, log: { level: "debug" } },
-      tracing: tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) as TracingSettings,
+      tracing: exportingTo(receiver.url),
     });
   });
   after(async () => {

@@ -10,8 +10,6 @@ import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
 import { CARRIED_ANSWER_HEADER } from "../src/decision/carried-answer.ts";
-import type { TracingSettings } from "../src/tracing/settings.ts";
-import { tracingSettings } from "../src/tracing/settings.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "./fixtures/otlp-receiver.ts";
 import {
   jsonAnswer,
@@ -23,6 +21,7 @@ import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { type ApiKey, writeKeysFile, writeKeysFileAt } from "./support/keys.ts";
 import { spanTexts } from "./support/secrets.ts";
+import { exportingTo } from "./support/tracing.ts";
 
 const CLIENT_TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const HTTP_CASES = Math.max(60, Math.round(600 * Number(process.env.PROPERTY_SCALE ?? 0.1)));
@@ -164,7 +163,7 @@ describe("no piece of a key comes out of the gateway", () => {
       keys: generated,
       config: { policies: { auth: { reloadIntervalMs: 4_000 } } },
       // Every request a span, exported as the gateway does by default (http/protobuf).
-      tracing: tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) as TracingSettings,
+      tracing: exportingTo(receiver.url),
     });
   });
   after(async () => {
@@ -287,7 +286,7 @@ describe("no piece of a key comes out of a decision", () => {
       upstreamUrl: "",
       keys: generated,
       config: { mode: "decision", server: { trustedProxies: ["127.0.0.1"] } },
-      tracing: tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) as TracingSettings,
+      tracing: exportingTo(receiver.url),
     });
   });
   after(async () => {

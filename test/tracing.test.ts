@@ -6,18 +6,15 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, afterEach, before, describe, test } from "node:test";
-import policies from "../policies/index.ts";
-import { validateConfig } from "../src/config.ts";
 import { CARRIED_ANSWER_HEADER } from "../src/decision/carried-answer.ts";
 import { envoyConfig } from "../src/decision/envoy-config.ts";
-import { contractOf } from "../src/decision/proxy-config.ts";
 import {
   CLIENT_SPAN_ATTRIBUTES,
   isListedAttribute,
   RESOURCE_ATTRIBUTES,
   SERVER_SPAN_ATTRIBUTES,
 } from "../src/tracing/attributes.ts";
-import { type OtlpProtocol, type TracingSettings, tracingSettings } from "../src/tracing/settings.ts";
+import { type OtlpProtocol, tracingSettings } from "../src/tracing/settings.ts";
 import { contractAnswer } from "./fixtures/contract-answer.ts";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./fixtures/otlp-receiver.ts";
 import { type ProgrammableBackend, startProgrammableBackend } from "./fixtures/programmable-backend.ts";
@@ -28,6 +25,7 @@ import { type RequestOptions, request } from "./support/http.ts";
 import { type KeysFile, writeKeysFile } from "./support/keys.ts";
 import { parsePrometheus, sampleValue, scrape } from "./support/metrics.ts";
 import { assertNoSecrets, spanTexts } from "./support/secrets.ts";
+import { startTracedDecision, type TracedDecision } from "./support/tracing.ts";
 
 const { file: keysFile, keyOf } = writeKeysFile(["acme"]);
 const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -280,11 +278,8 @@ function decisionSuite() {
           ...headers,
         },
       });
-    const spansOf = (trace: string, count = 1) =>
-      eventually(`${count} span(s) of trace ${trace}`, () => {
-        const found = receiver.spans.filter((span) => span.traceId === trace);
-        return found.length >= count && found;
-      });
+    let traced: TracedDecision;
+    const spansOf = (trace: string, count = 1) => traced.spansOf(trace, count);
     /** A decision whose span arrives after every span of the calls made before it. */
     const flushed = async () => {
       const trace = newTrace();
@@ -301,25 +296,10 @@ function decisionSuite() {
     };
 
     before(async () => {
-      keys = writeKeysFile(["alice"]);
-      receiver = await startOtlpReceiver();
-      backend = await startProgrammableBackend();
-      backend.behave(contractAnswer);
-      const config = {
-        mode: "decision",
-        // The proxies are this test (and the Envoy harness) at 127.0.0.1.
-        server: { trustedProxies: ["127.0.0.1"] },
-        policies: { auth: { keysFile: keys.file } },
-      };
-      gw = await startGateway({
-        upstreamUrl: "",
-        config,
-        tracing: tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) as TracingSettings,
-      });
-      const contract = await contractOf(
-        validateConfig({ port: 0, opsPort: 0, ...config }, policies),
-        policies,
-      );
+      // The proxies are this test (and the Envoy harness) at 127.0.0.1.
+      traced = await startTracedDecision();
+      ({ keys, receiver, backend, gw } = traced);
+      const { contract } = traced;
       envoy = await startEnvoyHarness(
         envoyConfig(contract, {
           decisionUrl: gw.origin,
@@ -331,9 +311,7 @@ function decisionSuite() {
     });
     after(async () => {
       await envoy?.close();
-      await gw?.close();
-      await backend?.close();
-      await receiver?.close();
+      await traced?.close();
     });
     afterEach(() => {
       assert.deepEqual(receiver.failures, [], "every export decoded");

@@ -7,19 +7,14 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import policies from "../../policies/index.ts";
-import { validateConfig } from "../../src/config.ts";
 import { nginxConfig } from "../../src/decision/nginx-config.ts";
-import { contractOf } from "../../src/decision/proxy-config.ts";
-import { type TracingSettings, tracingSettings } from "../../src/tracing/settings.ts";
-import { contractAnswer } from "../fixtures/contract-answer.ts";
-import { type OtlpReceiver, startOtlpReceiver } from "../fixtures/otlp-receiver.ts";
-import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
-import { eventually } from "../support/eventually.ts";
-import { startGateway, type TestGateway } from "../support/gateway.ts";
+import type { OtlpReceiver } from "../fixtures/otlp-receiver.ts";
+import type { ProgrammableBackend } from "../fixtures/programmable-backend.ts";
+import type { TestGateway } from "../support/gateway.ts";
 import { request } from "../support/http.ts";
-import { type KeysFile, writeKeysFile } from "../support/keys.ts";
+import type { KeysFile } from "../support/keys.ts";
 import { freePort, type NginxProcess, nginxSkipReason, startNginx } from "../support/nginx.ts";
+import { startTracedDecision, type TracedDecision } from "../support/tracing.ts";
 
 const SERVER = 2;
 const CLIENT_SPAN = "00f067aa0ba902b7";
@@ -31,28 +26,13 @@ describe("a client's trace through real nginx and the decision service", { skip:
   let backend: ProgrammableBackend;
   let gw: TestGateway;
   let nginx: NginxProcess;
-  const spansOf = (trace: string) =>
-    eventually(`the spans of trace ${trace}`, () => {
-      const found = receiver.spans.filter((span) => span.traceId === trace);
-      return found.length > 0 && found;
-    });
+  let traced: TracedDecision;
+  const spansOf = (trace: string) => traced.spansOf(trace);
 
   before(async () => {
-    keys = writeKeysFile(["alice"]);
-    receiver = await startOtlpReceiver();
-    backend = await startProgrammableBackend();
-    backend.behave(contractAnswer);
-    const config = {
-      mode: "decision",
-      server: { trustedProxies: ["127.0.0.1"] },
-      policies: { auth: { keysFile: keys.file } },
-    };
-    gw = await startGateway({
-      upstreamUrl: "",
-      config,
-      tracing: tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) as TracingSettings,
-    });
-    const contract = await contractOf(validateConfig({ port: 0, opsPort: 0, ...config }, policies), policies);
+    traced = await startTracedDecision();
+    ({ keys, receiver, backend, gw } = traced);
+    const { contract } = traced;
     const port = await freePort();
     nginx = await startNginx(
       nginxConfig(contract, {
@@ -66,9 +46,7 @@ describe("a client's trace through real nginx and the decision service", { skip:
   });
   after(async () => {
     await nginx?.stop();
-    await gw?.close();
-    await backend?.close();
-    await receiver?.close();
+    await traced?.close();
   });
 
   test("an allowed request: the decision is the child of the client's span, and the backend gets the client's traceparent", async () => {
