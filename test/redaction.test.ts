@@ -147,6 +147,38 @@ function pieceOf(keys: readonly string[], text: string): string | undefined {
   return undefined;
 }
 
+/**
+ * One case of the property: a key placed somewhere in a request, in one encoding, sent with one
+ * credential (the caller's own key, the placed key, a key the file does not know, or none).
+ */
+interface PlacedKey {
+  readonly key: string;
+  readonly placement: Placement;
+  readonly authorization: string | undefined;
+  /** Where, how encoded, with which credential: for an assertion's message. */
+  readonly label: string;
+}
+
+function placedKeys(): fc.Arbitrary<PlacedKey> {
+  return fc
+    .record({
+      key: fc.constantFrom(...placed.map(({ key }) => key)),
+      where: fc.constantFrom(...Object.keys(PLACEMENTS)),
+      encoding: fc.constantFrom(...(Object.keys(ENCODINGS) as (keyof typeof ENCODINGS)[])),
+      credential: fc.constantFrom("caller", "placed", "unknown", "none"),
+    })
+    .map(({ key, where, encoding, credential }) => {
+      const placement = (PLACEMENTS[where] as (typeof PLACEMENTS)[string])(ENCODINGS[encoding](key), key);
+      const own = { caller, placed: key, unknown: unknownOwn, none: undefined }[credential];
+      return {
+        key,
+        placement,
+        authorization: placement.credential ?? own,
+        label: `${where} (${encoding}, ${credential})`,
+      };
+    });
+}
+
 describe("no piece of a key comes out of the gateway", () => {
   let backend: ProgrammableBackend;
   let gw: TestGateway;
@@ -175,35 +207,22 @@ describe("no piece of a key comes out of the gateway", () => {
   test("keys placed anywhere, in any encoding, with any credential, over HTTP", async () => {
     const keys = placed.map(({ key }) => key);
     await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(...keys),
-        fc.constantFrom(...(Object.keys(PLACEMENTS) as (keyof typeof PLACEMENTS)[])),
-        fc.constantFrom(...(Object.keys(ENCODINGS) as (keyof typeof ENCODINGS)[])),
-        fc.constantFrom("caller", "placed", "unknown", "none"),
-        async (key, where, encoding, credential) => {
-          const placement = (PLACEMENTS[where] as (typeof PLACEMENTS)[string])(ENCODINGS[encoding](key), key);
-          const authorization =
-            placement.credential ?? { caller, placed: key, unknown: unknownOwn, none: undefined }[credential];
-          const answer = await request(`${gw.url}${placement.path}`, {
-            method: placement.method ?? "GET",
-            headers: {
-              ...placement.headers,
-              ...(authorization === undefined ? {} : { authorization: `Bearer ${authorization}` }),
-            },
-            ...(placement.body === undefined ? {} : { body: placement.body }),
-          });
-          const written = [JSON.stringify(answer.headers)];
-          // A 2xx or 3xx body is the backend's own (it echoes on purpose); an error body is the gateway's.
-          if (answer.status >= 400) written.push(answer.body);
-          answers.push(...written);
-          const found = pieceOf([key], written.join("\n"));
-          assert.equal(
-            found,
-            undefined,
-            `${where} (${encoding}, ${credential}): ${answer.status} ${written.join(" ")}`,
-          );
-        },
-      ),
+      fc.asyncProperty(placedKeys(), async ({ key, placement, authorization, label }) => {
+        const answer = await request(`${gw.url}${placement.path}`, {
+          method: placement.method ?? "GET",
+          headers: {
+            ...placement.headers,
+            ...(authorization === undefined ? {} : { authorization: `Bearer ${authorization}` }),
+          },
+          ...(placement.body === undefined ? {} : { body: placement.body }),
+        });
+        const written = [JSON.stringify(answer.headers)];
+        // A 2xx or 3xx body is the backend's own (it echoes on purpose); an error body is the gateway's.
+        if (answer.status >= 400) written.push(answer.body);
+        answers.push(...written);
+        const found = pieceOf([key], written.join("\n"));
+        assert.equal(found, undefined, `${label}: ${answer.status} ${written.join(" ")}`);
+      }),
       { numRuns: HTTP_CASES },
     );
 
@@ -298,15 +317,9 @@ describe("no piece of a key comes out of a decision", () => {
     const keys = placed.map(({ key }) => key);
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom(...keys),
-        fc.constantFrom(...(Object.keys(PLACEMENTS) as (keyof typeof PLACEMENTS)[])),
-        fc.constantFrom(...(Object.keys(ENCODINGS) as (keyof typeof ENCODINGS)[])),
-        fc.constantFrom("caller", "placed", "unknown", "none"),
+        placedKeys(),
         fc.constantFrom("nginx", "envoy"),
-        async (key, where, encoding, credential, door) => {
-          const placement = (PLACEMENTS[where] as (typeof PLACEMENTS)[string])(ENCODINGS[encoding](key), key);
-          const authorization =
-            placement.credential ?? { caller, placed: key, unknown: unknownOwn, none: undefined }[credential];
+        async ({ key, placement, authorization, label }, door) => {
           const method = placement.method ?? "GET";
           const headers = {
             ...placement.headers,
@@ -337,11 +350,7 @@ describe("no piece of a key comes out of a decision", () => {
               : `${JSON.stringify(answer.headers)}\n${answer.body}`;
           refusals.push(shown);
           const found = pieceOf([key], shown);
-          assert.equal(
-            found,
-            undefined,
-            `${door}, ${where} (${encoding}, ${credential}): ${answer.status} ${shown}`,
-          );
+          assert.equal(found, undefined, `${door}, ${label}: ${answer.status} ${shown}`);
         },
       ),
       { numRuns: HTTP_CASES },
