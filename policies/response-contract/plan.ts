@@ -4,6 +4,7 @@
 // else inferred (inference.ts), each checked against the operation it names.
 import type { ValidateFunction } from "ajv";
 import { escapePointerToken } from "../../src/json/pointer.ts";
+import { documentedResponseKey } from "../../src/openapi/documented-response.ts";
 import type { Operation } from "../../src/openapi.ts";
 import { describeSchemaError } from "../../src/schema-error.ts";
 import { compileSchema } from "../../src/schema-validator.ts";
@@ -138,13 +139,8 @@ function planStatuses(operation: Operation, rules: ReadonlyMap<string, Rule[]>):
   const shared = new Map<unknown, StatusPlan>();
   for (let status = 0; status < 600; status++) {
     const key = String(status);
-    const spec =
-      status < 100
-        ? undefined
-        : (operation.responses.get(key) ??
-          operation.responses.get(`${key[0]}XX`) ??
-          operation.responses.get(`${key[0]}xx`) ??
-          operation.responses.get("default"));
+    const written = status < 100 ? undefined : documentedResponseKey(operation.responses, status);
+    const spec = written === undefined ? undefined : operation.responses.get(written);
     if (spec === undefined) {
       statuses.push(undefined);
       continue;

@@ -8,6 +8,7 @@
 // recently seen first out past a bound, and the evictions counted.
 import { LRUCache } from "lru-cache";
 import type { RecordedUsage } from "../../src/change-review.ts";
+import { documentedResponseKey } from "../../src/openapi/documented-response.ts";
 import type { ApiDescription, Operation } from "../../src/openapi.ts";
 import { type MemberLayout, memberLayout, setSentMembers } from "./body-members.ts";
 
@@ -30,10 +31,8 @@ interface Layout {
     string,
     { readonly bit: number; readonly values: ReadonlyMap<string, number> | undefined }
   >;
-  /** Exact statuses ("404") to their bit; ranges ("4XX") by first digit; default last. */
-  readonly exact: ReadonlyMap<number, number>;
-  readonly ranges: ReadonlyMap<number, number>;
-  readonly fallback: number | undefined;
+  /** Each response as the document writes it ("404", "4XX", "default") to its bit. */
+  readonly statusBits: ReadonlyMap<string, number>;
   /** Bit -> what it names, to read a row back. */
   readonly names: readonly {
     readonly kind: "parameter" | "value" | "status" | "member" | "memberValue" | "answerMember";
@@ -176,7 +175,8 @@ export class OperationUsage {
     row.calls++;
     row.unlogged++;
     if (at > row.last) row.last = at;
-    const bit = statusBit(layout, status);
+    const written = layout.writtenOf(status);
+    const bit = written === undefined ? undefined : layout.statusBits.get(written);
     if (bit !== undefined) set(row.bits, bit);
   }
 
@@ -299,18 +299,10 @@ function layoutOf(operation: Operation, index: number, schemas: Readonly<Record<
           );
           return names.length - 1;
         });
-  const exact = new Map<number, number>();
-  const ranges = new Map<number, number>();
-  let fallback: number | undefined;
-  const statusKeys = new Map<number, string>();
+  const statusBits = new Map<string, number>();
   for (const written of operation.responses.keys()) {
-    const bit = names.length;
+    statusBits.set(written, names.length);
     names.push({ kind: "status", name: written });
-    statusKeys.set(bit, written);
-    const upper = written.toUpperCase();
-    if (/^[1-5]XX$/.test(upper)) ranges.set(Number(upper[0]), bit);
-    else if (upper === "DEFAULT") fallback = bit;
-    else exact.set(Number(written), bit);
   }
   const answers = new Map<string, MemberLayout>();
   for (const [written, response] of operation.responses) {
@@ -323,17 +315,21 @@ function layoutOf(operation: Operation, index: number, schemas: Readonly<Record<
     });
     if (layout.members.size > 0) answers.set(written, layout);
   }
+  // Looked up once per status (an answer's, 100 to 999), then read on every answer.
+  const writtenByStatus: (string | null)[] = [];
   const writtenOf = (status: number) => {
-    const bit = statusBit({ exact, ranges, fallback }, status);
-    return bit === undefined ? undefined : statusKeys.get(bit);
+    let written = writtenByStatus[status];
+    if (written === undefined) {
+      written = documentedResponseKey(operation.responses, status) ?? null;
+      if (Number.isInteger(status) && status >= 100 && status < 1000) writtenByStatus[status] = written;
+    }
+    return written ?? undefined;
   };
   return {
     index,
     id: operation.id,
     parameters,
-    exact,
-    ranges,
-    fallback,
+    statusBits,
     names,
     body,
     answers,
@@ -421,16 +417,4 @@ export function mergeRow(held: UsageRow | undefined, row: UsageRow): UsageRow {
     sampled: held.sampled + row.sampled,
     answerMembers: unite(held.answerMembers, row.answerMembers),
   };
-}
-
-/** The bit of the response the document writes for a status: itself, else its class (4XX), else default. */
-function statusBit(
-  statuses: {
-    readonly exact: ReadonlyMap<number, number>;
-    readonly ranges: ReadonlyMap<number, number>;
-    readonly fallback: number | undefined;
-  },
-  status: number,
-): number | undefined {
-  return statuses.exact.get(status) ?? statuses.ranges.get(Math.floor(status / 100)) ?? statuses.fallback;
 }
