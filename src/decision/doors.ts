@@ -102,10 +102,13 @@ function enterFrom(names: OriginalNames, proxy: string): Door["enter"] {
     }
     const length = names.contentLength === undefined ? undefined : headers[names.contentLength];
     const coding = names.transferEncoding === undefined ? undefined : headers[names.transferEncoding];
-    for (const name of listed) delete headers[name];
+    // Most of these are absent on a call (nginx sends no header it would set empty): looking first
+    // spares a delete, which is a call into V8's runtime (1.5 % of a decision, perf) and turns the
+    // headers into a slower dictionary for every later read.
+    for (const name of listed) if (headers[name] !== undefined) delete headers[name];
     if (!carriesBody) {
-      delete headers["content-length"];
-      delete headers["transfer-encoding"];
+      if (headers["content-length"] !== undefined) delete headers["content-length"];
+      if (headers["transfer-encoding"] !== undefined) delete headers["transfer-encoding"];
       if (typeof length === "string" && length !== "") headers["content-length"] = length;
       if (typeof coding === "string" && coding !== "") headers["transfer-encoding"] = coding;
     }
