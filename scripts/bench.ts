@@ -39,6 +39,8 @@
 // flags (e.g. "--max-semi-space-size=8").
 // --targets direct,nginx,bare,bare-check,bare-must,bare-undici,must-undici,fastify,gateway,gateway-report-0.1,gateway-nocontract,nginx-decision,nginx-check,compare: run only these targets in
 // the throughput and fixed-rate scenarios (an A/B of two gateways: --targets gateway,compare).
+// nginx-decision-unlogged runs only when named: nginx-decision with the decision service at
+// LOG_LEVEL=warn, no log line per decision, to tell what those lines cost the pair.
 //
 // This file reads the flags; scripts/bench/main.ts runs the benchmark, with the targets
 // (targets.ts), the load generators (load.ts), the rounds (runner.ts), the statistics (stats.ts),
@@ -62,7 +64,7 @@ import { shutDown } from "./bench/processes.ts";
 
 const USAGE = `usage: npm run bench -- [--quick] [--profile [--baseline bare|bare-check|bare-must]]
   [--only list20,list100,create,getPet,keys,patterns,rate,decision-rate,rss,tracing]
-  [--targets direct,nginx,bare,bare-check,bare-must,bare-undici,must-undici,fastify,gateway,gateway-report-0.1,gateway-nocontract,nginx-decision,nginx-check,compare]
+  [--targets direct,nginx,bare,bare-check,bare-must,bare-undici,must-undici,fastify,gateway,gateway-report-0.1,gateway-nocontract,nginx-decision,nginx-check,nginx-decision-unlogged,compare]
   [--compare GIT_REF | --compare-flags="NODE FLAGS"] [--rounds N] [--duration S] [--connections N] [--rate N]
   [--loader wrk|autocannon] [--backend static|demo] [--no-nginx]
 See docs/performance.md.

@@ -121,6 +121,21 @@ export async function main(options: Options): Promise<void> {
     const pair = await startNginxDecision(bench, "nginx-decision", backend.url, loadKeyFile, service);
     if (pair) decisionPairs.push(spread(pair));
   }
+  // A diagnostic, run only when named: the same pair with no log line per decision.
+  if (decides && chosen(bench, "nginx-decision-unlogged")) {
+    const quiet = await startDecisionGateway(bench, "decision-unlogged", loadKeyFile, undefined, {
+      LOG_LEVEL: "warn",
+    });
+    const service = decisionServiceOf(quiet);
+    const pair = await startNginxDecision(
+      bench,
+      "nginx-decision-unlogged",
+      backend.url,
+      loadKeyFile,
+      service,
+    );
+    if (pair) decisionPairs.push(spread(pair));
+  }
   if (decides && chosen(bench, "nginx-check")) {
     const service = await startNginxCheck(bench, loadKeyFile);
     const pair = await startNginxDecision(bench, "nginx-check", backend.url, loadKeyFile, service);

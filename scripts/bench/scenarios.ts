@@ -111,13 +111,20 @@ export async function throughputScenario(
   // Decision mode (issue 31): nginx asking the gateway, against nginx asking the least check and
   // against the in-path gateway with the contract off (which decision mode cannot enforce either);
   // CPU per request of nginx (master and workers) and the decision service together.
-  for (const pair of ["nginx-decision", "nginx-check"]) {
+  for (const pair of ["nginx-decision", "nginx-check", "nginx-decision-unlogged"]) {
     ratio(`${pair}/gateway-nocontract`, pair, "gateway-nocontract", rpsRatio);
     ratio(`cpu per request ${pair}/gateway-nocontract`, pair, "gateway-nocontract", cpuRatio);
     ratio(`p99 ${pair}/gateway-nocontract`, pair, "gateway-nocontract", (x, y) => x.p99 / y.p99);
   }
   ratio("nginx-decision/nginx-check", "nginx-decision", "nginx-check", rpsRatio);
   ratio("cpu per request nginx-decision/nginx-check", "nginx-decision", "nginx-check", cpuRatio);
+  ratio("nginx-decision-unlogged/nginx-check", "nginx-decision-unlogged", "nginx-check", rpsRatio);
+  ratio(
+    "cpu per request nginx-decision-unlogged/nginx-check",
+    "nginx-decision-unlogged",
+    "nginx-check",
+    cpuRatio,
+  );
   // The same ratios read another way: each target's least disturbed round, bare's CPU per request
   // over the target's. A neighbour's few seconds in one target's turn can move the median of a few
   // per-round ratios well past the noise, in either direction: a proxy short of CPU also handles

@@ -136,12 +136,13 @@ export function startDecisionGateway(
   name: string,
   keysFile: string,
   logFile?: string,
+  env: Readonly<Record<string, string>> = {},
 ): Promise<Target & { child: ChildProcess; configFile: string; opsOrigin: string }> {
   return spawnGateway(bench, name, {
     nodeFlags: GATEWAY_NODE_FLAGS,
     root: ROOT,
     config: DECISION_CONFIG,
-    env: { API_KEYS_FILE: keysFile },
+    env: { API_KEYS_FILE: keysFile, ...env },
     ...(logFile === undefined ? {} : { logFile }),
   });
 }
