@@ -2,7 +2,8 @@
 // test/slow/plugin-mode-matrix.test.ts), and the proxy configs generated from the document.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parse } from "yaml";
@@ -379,5 +380,33 @@ describe("the proxy configs generated from the document", () => {
     const refused = run(["apache", "--decision-url", "http://a", "--upstream-url", "http://b"]);
     assert.equal(refused.status, 2);
     assert.match(refused.stderr, /must be one of nginx, envoy, caddy, traefik, haproxy/);
+  });
+
+  test("npm run proxy-config --output writes the config to a file where the command was typed, nothing to stdout", () => {
+    const keys = writeKeysFile(["alice"]);
+    const typedIn = mkdtempSync(join(tmpdir(), "proxy-config-"));
+    // npm runs a script in the project's directory and says where it was typed in INIT_CWD.
+    const env = { ...process.env, API_KEYS_FILE: keys.file, INIT_CWD: typedIn };
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, ["scripts/proxy-config.ts", ...args], {
+        cwd: PROJECT_ROOT,
+        env,
+        encoding: "utf8",
+      });
+    const addresses = ["--decision-url", "http://127.0.0.1:9000", "--upstream-url", "http://pets:3000/v1"];
+    try {
+      const printed = run(["nginx", ...addresses]);
+      const written = run(["nginx", ...addresses, "--output", "nginx.conf"]);
+      assert.equal(written.status, 0, written.stderr);
+      assert.equal(written.stdout, "");
+      assert.equal(readFileSync(join(typedIn, "nginx.conf"), "utf8"), printed.stdout);
+      assert.match(written.stderr, /nginx's config written to .*nginx\.conf/);
+      const nowhere = run(["nginx", ...addresses, "--output", "no/such/directory/nginx.conf"]);
+      assert.equal(nowhere.status, 1);
+      assert.match(nowhere.stderr, /^proxy-config: cannot write .*no\/such\/directory\/nginx\.conf: /);
+      assert.deepEqual(readdirSync(typedIn), ["nginx.conf"]);
+    } finally {
+      rmSync(typedIn, { recursive: true, force: true });
+    }
   });
 });
