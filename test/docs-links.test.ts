@@ -125,3 +125,37 @@ test("every #anchor in those pages names a heading of the page it points to", ()
   }).map(({ page, line, target }) => `${page}:${line} ${target}`);
   assert.deepEqual(dead, []);
 });
+
+test("every `npm run <script>` the pages tell a reader to type is a script of package.json", () => {
+  const { scripts } = JSON.parse(readFileSync(resolve(PROJECT_ROOT, "package.json"), "utf8")) as {
+    scripts: Record<string, string>;
+  };
+  const missing: string[] = [];
+  let named = 0;
+  for (const page of PAGES) {
+    // Code blocks included: that is where the commands are.
+    for (const [index, line] of readFileSync(resolve(PROJECT_ROOT, page), "utf8").split("\n").entries()) {
+      for (const match of line.matchAll(/\bnpm run(?: -s| --silent)? ([a-z][\w:-]*)/g)) {
+        named++;
+        const script = match[1] as string;
+        if (!(script in scripts)) missing.push(`${page}:${index + 1} npm run ${script}`);
+      }
+    }
+  }
+  assert.ok(named > 20, `only ${named} npm run commands found`);
+  assert.deepEqual(missing, []);
+});
+
+test("no page redirects `npm run`'s stdout to a file without -s: npm's banner would start the file", () => {
+  const redirected: string[] = [];
+  for (const page of PAGES) {
+    // A command continued over lines with a trailing backslash is one command.
+    const commands = readFileSync(resolve(PROJECT_ROOT, page), "utf8").replace(/\\\n/g, " ").split("\n");
+    for (const [index, command] of commands.entries()) {
+      if (/\bnpm run (?!-s\b|--silent\b)[^|]*?\s>>?\s*[^\s>&]/.test(command)) {
+        redirected.push(`${page}: ${command.trim().slice(0, 100)} (logical line ${index + 1})`);
+      }
+    }
+  }
+  assert.deepEqual(redirected, []);
+});
