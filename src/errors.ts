@@ -108,6 +108,14 @@ export function gatewayError(
   return errorOf(code, coreCatalogue[code], message, headers);
 }
 
+/**
+ * The backend's deadline passed before its answer's head: proxy mode's answer, and the one a
+ * generated proxy config writes for its own backend timeout (src/decision/nginx-config.ts).
+ */
+export function upstreamTimeoutError(timeoutMs: number): GatewayError {
+  return gatewayError("UPSTREAM_TIMEOUT", `The backend did not answer within ${timeoutMs} ms`);
+}
+
 /** A policy's declared reason and codes, with a maker bound to exactly those codes. */
 export interface PolicyErrors<Code extends string = string> {
   readonly reason: string;

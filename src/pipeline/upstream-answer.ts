@@ -5,7 +5,7 @@
 // sent, and a cut answer once something has.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
-import { gatewayError } from "../errors.ts";
+import { gatewayError, upstreamTimeoutError } from "../errors.ts";
 import { JSON_FAMILY_MEDIA_TYPE } from "../media-types.ts";
 import type { Operation } from "../openapi.ts";
 import type { UpstreamAnswer } from "../policy.ts";
@@ -215,9 +215,7 @@ export function createUpstreamAnswers(options: UpstreamAnswerOptions): UpstreamA
     }
     refuse(
       exchange,
-      fault === "timeout"
-        ? gatewayError("UPSTREAM_TIMEOUT", `The backend did not answer within ${timeoutMs} ms`)
-        : gatewayError("UPSTREAM_UNAVAILABLE"),
+      fault === "timeout" ? upstreamTimeoutError(timeoutMs) : gatewayError("UPSTREAM_UNAVAILABLE"),
     );
   }
 
