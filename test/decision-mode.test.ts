@@ -17,6 +17,7 @@ import { nginxConfig } from "../src/decision/nginx-config.ts";
 import { contractOf } from "../src/decision/proxy-config.ts";
 import type { ProxyContract } from "../src/decision/proxy-contract.ts";
 import { traefikConfig } from "../src/decision/traefik-config.ts";
+import { coreCatalogue } from "../src/errors.ts";
 import { startGateway, type TestGateway } from "./support/gateway.ts";
 import { request } from "./support/http.ts";
 import { type KeysFile, writeKeysFile } from "./support/keys.ts";
@@ -279,6 +280,41 @@ describe("the proxy configs generated from the document", () => {
     assert.match(config, /error_page 401 403 = @gateway_deny;/);
     assert.match(config, new RegExp(`client_max_body_size ${contract.maxRequestBodyBytes};`));
     assert.equal(config.match(/auth_request \//g)?.length, 1);
+  });
+
+  test("nginx answers its own 502 and 504 on the backend leg with the catalogue's Error object, after proxy mode's timeouts", async () => {
+    const keys = writeKeysFile(["alice"]);
+    const config = validateConfig(
+      {
+        mode: "decision",
+        upstream: { connectTimeoutMs: 1500, timeoutMs: 7000 },
+        policies: { auth: { keysFile: keys.file } },
+      },
+      policies,
+    );
+    const nginx = nginxConfig(await contractOf(config, policies), ADDRESSES);
+    const main = nginx.slice(nginx.indexOf("location / {"), nginx.indexOf("location = "));
+    assert.match(main, /proxy_connect_timeout 1500ms;\n/);
+    assert.match(main, /proxy_read_timeout 7000ms;\n/);
+    assert.match(main, /error_page 502 = @gateway_backend_unavailable;\n/);
+    assert.match(main, /error_page 504 = @gateway_backend_timeout;\n/);
+    // The backend's own 5xx passes as it is.
+    assert.doesNotMatch(nginx, /proxy_intercept_errors/);
+    const returned = (location: string) => {
+      const block = nginx.slice(nginx.indexOf(`location ${location} {`));
+      const found = /return (\d+) '(.*)';$/m.exec(block.slice(0, block.indexOf("\n    }")));
+      assert.ok(found, location);
+      return { status: Number(found[1]), error: JSON.parse(found[2] as string) };
+    };
+    const unavailable = coreCatalogue.UPSTREAM_UNAVAILABLE;
+    assert.deepEqual(returned("@gateway_backend_unavailable"), {
+      status: 502,
+      error: { code: "UPSTREAM_UNAVAILABLE", message: unavailable.message, status: unavailable.status },
+    });
+    assert.deepEqual(returned("@gateway_backend_timeout"), {
+      status: 504,
+      error: { code: "UPSTREAM_TIMEOUT", message: "The backend did not answer within 7000 ms", status: 504 },
+    });
   });
 
   test("Envoy fails closed, strips the owned headers first, and sends what validation reads with the body", () => {

@@ -6,6 +6,7 @@
 // fix for GHSA-7r4p-vjf4-gxv4 it leaves a client's copy in place; every owned header is deleted
 // here before the decision and set only when the answer has it. Tested against Debian's Caddy 2.6
 // (test/slow/plugin-mode-matrix.test.ts).
+import { errorBody, type GatewayError, gatewayError, upstreamTimeoutError } from "../errors.ts";
 import { CADDY_ORIGINAL, DECIDE_PREFIX, UPSTREAM_HEADER_PREFIX, UPSTREAM_URI_HEADER } from "./doors.ts";
 import { headerCase } from "./nginx-config.ts";
 import { type ProxyAddresses, type ProxyContract, splitUrl } from "./proxy-contract.ts";
@@ -14,6 +15,7 @@ export function caddyConfig(contract: ProxyContract, addresses: ProxyAddresses):
   const decision = splitUrl(addresses.decisionUrl);
   const backend = splitUrl(addresses.upstreamUrl);
   const timeout = `${addresses.timeoutMs}ms`;
+  const backendAddress = `${backend.host}:${backend.port}`;
   const answer = (name: string) => `{rp.header.${headerCase(name)}}`;
   const matcher = (name: string) => `@has_${name.replaceAll("-", "_")}`;
   // Authorization goes to the decision (it holds the key); every other owned header never does.
@@ -75,10 +77,56 @@ export function caddyConfig(contract: ProxyContract, addresses: ProxyAddresses):
     ...[...contract.clientHeaders, "x-request-id", "x-content-type-options"]
       .filter((name) => name !== "vary" && name !== "link")
       .map((name) => `\t\t\theader_down -${headerCase(name)}`),
+    // Proxy mode's backend timeouts: past them Caddy answers 504 (it has no deadline of its own).
+    "\t\t\ttransport http {",
+    `\t\t\t\tdial_timeout ${contract.upstreamConnectTimeoutMs}ms`,
+    `\t\t\t\tresponse_header_timeout ${contract.upstreamTimeoutMs}ms`,
+    "\t\t\t}",
     "\t\t}",
+    "\t}",
+    // Caddy's own 502 and 504 on the backend leg (never the backend's answers, nor the decision's
+    // failures, which stay fail-closed as they are) become proxy mode's Error object; the headers
+    // the decision added are already on the answer.
+    // A timeout is told by its text: Caddy 2.6 reports it as 502 when the backend leg runs inside
+    // the decision's handle_response, as it does here. The first handle that matches answers.
+    "\thandle_errors {",
+    ...backendFault(
+      "timeout",
+      [`vars {http.reverse_proxy.upstream.hostport} ${backendAddress}`, "vars_regexp {err.message} timeout"],
+      upstreamTimeoutError(contract.upstreamTimeoutMs),
+    ),
+    ...backendFault(
+      "unavailable",
+      [`vars {http.reverse_proxy.upstream.hostport} ${backendAddress}`, "vars {err.status_code} 502"],
+      gatewayError("UPSTREAM_UNAVAILABLE"),
+    ),
     "\t}",
     "}",
     "",
   );
   return lines.join("\n");
+}
+
+/** In handle_errors: the error Caddy met on the backend leg, answered as proxy mode would. */
+function backendFault(name: string, matchers: readonly string[], error: GatewayError): string[] {
+  return [
+    `\t\t@backend_${name} {`,
+    ...matchers.map((matcher) => `\t\t\t${matcher}`),
+    "\t\t}",
+    `\t\thandle @backend_${name} {`,
+    "\t\t\theader Content-Type application/json",
+    "\t\t\theader Cache-Control no-store",
+    `\t\t\trespond ${caddyLiteral(errorBody(error))} ${error.status}`,
+    "\t\t}",
+  ];
+}
+
+/**
+ * A JSON text as one Caddyfile token taken literally: a backtick would end it and a `$` may start an
+ * environment placeholder, so the JSON says them as \u0060 and \u0024 (they can only stand inside
+ * a JSON string); braces are escaped, or Caddy would expand a placeholder in them.
+ */
+export function caddyLiteral(json: string): string {
+  const quoted = json.replaceAll("$", "\\u0024").replaceAll("`", "\\u0060").replace(/[{}]/g, "\\$&");
+  return `\`${quoted}\``;
 }

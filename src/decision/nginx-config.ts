@@ -3,6 +3,7 @@
 // owns is set only from the decision's answer (a client's copy never reaches the backend);
 // refusals come back as the gateway wrote them through the stateless render endpoint. Tested
 // against Debian's nginx (test/slow/plugin-mode-matrix.test.ts).
+import { errorBody, type GatewayError, gatewayError, upstreamTimeoutError } from "../errors.ts";
 import { CARRIED_ANSWER_HEADER } from "./carried-answer.ts";
 import {
   DECIDE_PREFIX,
@@ -17,6 +18,9 @@ import { type ProxyAddresses, type ProxyContract, splitUrl } from "./proxy-contr
 const DECIDE_LOCATION = "/_gateway/decide";
 /** Idle connections kept per worker and upstream (see nginxConfig). */
 const IDLE_UPSTREAM_CONNECTIONS = 128;
+/** Where nginx's own 502 and 504 on the backend leg become the gateway's Error object. */
+const BACKEND_UNAVAILABLE_LOCATION = "@gateway_backend_unavailable";
+const BACKEND_TIMEOUT_LOCATION = "@gateway_backend_timeout";
 /** Headers nginx's add_header may add beside the backend's own: lists, not to be hidden. */
 const LIST_HEADERS = new Set(["vary", "link"]);
 
@@ -24,7 +28,6 @@ export function nginxConfig(contract: ProxyContract, addresses: ProxyAddresses):
   const decision = splitUrl(addresses.decisionUrl);
   const backend = splitUrl(addresses.upstreamUrl);
   const seconds = `${Math.max(1, Math.ceil(addresses.timeoutMs / 1000))}s`;
-  const variable = (prefix: string, name: string) => `$gw_${prefix}_${name.replaceAll("-", "_")}`;
   const upstreamVariable = (name: string) => `$upstream_http_${name.replaceAll("-", "_")}`;
   // Idle connections each worker keeps to the decision service and to the backend: at least the
   // requests a worker carries at once, or each one beyond them opens and closes a connection (50
@@ -63,15 +66,20 @@ export function nginxConfig(contract: ProxyContract, addresses: ProxyAddresses):
   ];
   for (const name of contract.upstreamHeaders) {
     lines.push(
-      `      auth_request_set ${variable("up", name)} ${upstreamVariable(`${UPSTREAM_HEADER_PREFIX}${name}`)};`,
+      `      auth_request_set ${gatewayVariable("up", name)} ${upstreamVariable(`${UPSTREAM_HEADER_PREFIX}${name}`)};`,
     );
   }
   for (const name of contract.clientHeaders) {
-    lines.push(`      auth_request_set ${variable("answer", name)} ${upstreamVariable(name)};`);
+    lines.push(`      auth_request_set ${gatewayVariable("answer", name)} ${upstreamVariable(name)};`);
   }
   lines.push(
     // Every refusal comes as 403 carrying the gateway's answer (carried-answer.ts).
     "      error_page 401 403 = @gateway_deny;",
+    // Only what nginx itself answers when the backend cannot be reached, fails or is too slow (no
+    // proxy_intercept_errors: the backend's own 502 and 504 pass as they are). auth_request's
+    // failures are 500, so a decision service down never reads as the backend's fault.
+    `      error_page 502 = ${BACKEND_UNAVAILABLE_LOCATION};`,
+    `      error_page 504 = ${BACKEND_TIMEOUT_LOCATION};`,
     "",
     // The target is the decision's: the limit defaulted or clamped, the public base path replaced.
     `      proxy_pass http://gateway_backend${backend.path}$gw_upstream_uri;`,
@@ -81,13 +89,18 @@ export function nginxConfig(contract: ProxyContract, addresses: ProxyAddresses):
     // Set from the decision only, always: an empty value sends none, so a client's copy never passes.
   );
   for (const name of contract.upstreamHeaders) {
-    lines.push(`      proxy_set_header ${headerCase(name)} ${variable("up", name)};`);
+    lines.push(`      proxy_set_header ${headerCase(name)} ${gatewayVariable("up", name)};`);
   }
   lines.push(
     "      proxy_set_header X-Request-Id $gw_request_id;",
     "      proxy_set_header X-Forwarded-For $remote_addr;",
     "      proxy_set_header X-Forwarded-Proto $scheme;",
     "      proxy_set_header X-Forwarded-Host $http_host;",
+    // Proxy mode's: past them it answers 504 (nginx's default is 60 s). nginx has no deadline for
+    // the whole answer: the read timeout bounds each wait, the head's included.
+    `      proxy_connect_timeout ${contract.upstreamConnectTimeoutMs}ms;`,
+    `      proxy_send_timeout ${contract.upstreamTimeoutMs}ms;`,
+    `      proxy_read_timeout ${contract.upstreamTimeoutMs}ms;`,
   );
   for (const name of contract.droppedHeaders) {
     if (name === "expect") continue; // nginx answers Expect itself and never forwards it
@@ -95,7 +108,7 @@ export function nginxConfig(contract: ProxyContract, addresses: ProxyAddresses):
   }
   for (const name of contract.clientHeaders) {
     if (!LIST_HEADERS.has(name)) lines.push(`      proxy_hide_header ${headerCase(name)};`);
-    lines.push(`      add_header ${headerCase(name)} ${variable("answer", name)} always;`);
+    lines.push(`      add_header ${headerCase(name)} ${gatewayVariable("answer", name)} always;`);
   }
   lines.push(
     "      proxy_hide_header X-Request-Id;",
@@ -138,11 +151,60 @@ export function nginxConfig(contract: ProxyContract, addresses: ProxyAddresses):
     `      proxy_connect_timeout ${seconds};`,
     `      proxy_read_timeout ${seconds};`,
     "    }",
+    "",
+    ...backendFaultLocation(
+      BACKEND_UNAVAILABLE_LOCATION,
+      gatewayError("UPSTREAM_UNAVAILABLE"),
+      contract.clientHeaders,
+    ),
+    "",
+    ...backendFaultLocation(
+      BACKEND_TIMEOUT_LOCATION,
+      upstreamTimeoutError(contract.upstreamTimeoutMs),
+      contract.clientHeaders,
+    ),
     "  }",
     "}",
     "",
   );
   return lines.join("\n");
+}
+
+/**
+ * The answer proxy mode gives for a backend fault, from the catalogue: its status and Error body,
+ * the headers of every answer the gateway writes itself, and those the decision added (a named
+ * location inherits none of location /'s add_header lines).
+ */
+function backendFaultLocation(name: string, error: GatewayError, clientHeaders: readonly string[]): string[] {
+  return [
+    `    location ${name} {`,
+    // Neither the URI's extension nor nginx's default types may choose another media type.
+    "      types { }",
+    "      default_type application/json;",
+    ...clientHeaders.map(
+      (header) => `      add_header ${headerCase(header)} ${gatewayVariable("answer", header)} always;`,
+    ),
+    "      add_header X-Request-Id $gw_request_id always;",
+    "      add_header X-Content-Type-Options nosniff always;",
+    "      add_header Cache-Control no-store always;",
+    `      return ${error.status} ${nginxLiteral(errorBody(error))};`,
+    "    }",
+  ];
+}
+
+/** The variable a decision's header is kept in: $gw_up_x_consumer, $gw_answer_deprecation. */
+function gatewayVariable(prefix: "up" | "answer", name: string): string {
+  return `$gw_${prefix}_${name.replaceAll("-", "_")}`;
+}
+
+/**
+ * A JSON text as one nginx string that nginx takes literally. nginx reads a `$` as the start of a
+ * variable and has no escape for it, so the JSON says it as \u0024 (it can only stand inside a
+ * JSON string); then backslashes and quotes are escaped as nginx's config parser unescapes them.
+ */
+export function nginxLiteral(json: string): string {
+  const dollarless = json.replaceAll("$", "\\u0024");
+  return `'${dollarless.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
 }
 
 /** x-original-uri -> X-Original-Uri: how the header reads in a config (nginx matches any case). */

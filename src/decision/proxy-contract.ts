@@ -20,6 +20,12 @@ export interface ProxyContract {
   /** What proxy mode never lets a client tell the backend (the backend gets none of them). */
   readonly droppedHeaders: readonly string[];
   readonly maxRequestBodyBytes: number;
+  /**
+   * The backend leg's timeouts, the gateway's own (upstream.connectTimeoutMs, upstream.timeoutMs):
+   * a proxy that forwards to the backend gives up when proxy mode would, with its 504.
+   */
+  readonly upstreamConnectTimeoutMs: number;
+  readonly upstreamTimeoutMs: number;
 }
 
 export interface ProxyAddresses {
@@ -69,6 +75,8 @@ export function proxyContract(
     judgedHeaders: unique([...ALWAYS_JUDGED, ...headerParameters]),
     droppedHeaders: unique([...SPOOFABLE, ...CLAIMED_BY_PROXIES]),
     maxRequestBodyBytes: config.server.maxRequestBodyBytes,
+    upstreamConnectTimeoutMs: config.upstream.connectTimeoutMs,
+    upstreamTimeoutMs: config.upstream.timeoutMs,
   };
 }
 

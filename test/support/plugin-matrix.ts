@@ -17,7 +17,11 @@ import { haproxyConfig } from "../../src/decision/haproxy-config.ts";
 import { nginxConfig } from "../../src/decision/nginx-config.ts";
 import { contractOf } from "../../src/decision/proxy-config.ts";
 import { traefikConfig } from "../../src/decision/traefik-config.ts";
-import { type ProgrammableBackend, startProgrammableBackend } from "../fixtures/programmable-backend.ts";
+import {
+  jsonAnswer,
+  type ProgrammableBackend,
+  startProgrammableBackend,
+} from "../fixtures/programmable-backend.ts";
 import { caddySkipReason, startCaddy } from "./caddy.ts";
 import { startEnvoyHarness } from "./envoy-harness.ts";
 import { startGateway, type TestGateway } from "./gateway.ts";
@@ -38,8 +42,11 @@ export function matrixSkipReason(): string | undefined {
 
 /** How long the decision may take before a proxy fails closed, in every generated config. */
 const DECISION_TIMEOUT_MS = 1000;
+/** The backend's deadline (upstream.timeoutMs) where the backend is slow, and how late it answers. */
+const SHORT_UPSTREAM_TIMEOUT_MS = 500;
+const LATE_BACKEND_MS = 2000;
 
-type World = "pass" | "strip" | "replace" | "down" | "slow" | "500";
+type World = "pass" | "strip" | "replace" | "down" | "slow" | "500" | "backend-down" | "backend-slow";
 type Clock = "now" | "sunset" | "brownout";
 
 export interface Case {
@@ -291,6 +298,20 @@ export const CASES: readonly Case[] = [
     key: "alice",
     headers: { origin: ORIGIN() },
   },
+  {
+    name: "backend-down",
+    what: "the backend down (nothing listens)",
+    path: "/v1/pets",
+    key: "alice",
+    world: "backend-down",
+  },
+  {
+    name: "backend-slow",
+    what: "the backend slower than upstream.timeoutMs",
+    path: "/v1/pets",
+    key: "alice",
+    world: "backend-slow",
+  },
   { name: "decision-down", what: "the decision service down", path: "/v1/pets", key: "alice", world: "down" },
   {
     name: "decision-slow",
@@ -333,6 +354,8 @@ const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
     "decision-500": "fails closed: nginx answers 500",
   },
   envoy: {
+    "backend-down": "Envoy answers 503 with its own text (upstream connect error)",
+    "backend-slow": "the backend's late answer passes: the generated config sets no backend timeout",
     "decision-down": "fails closed: Envoy answers 503 (status_on_error)",
     "decision-slow": "fails closed: Envoy answers 503 after the timeout",
     "decision-500": "fails closed: Envoy passes the decision's 500 on",
@@ -349,12 +372,16 @@ const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
     "cors-preflight":
       "reaches the backend: Traefik takes the preflight's 204 as an allow (answer preflights with Traefik's headers middleware)",
     "cors-call": `allowed with the limit unchanged (${because.noTarget(traefik)}), ${WITHOUT_HEADERS}, nor the CORS headers`,
+    "backend-down": `Traefik answers 502 with its own text (Bad Gateway), ${WITHOUT_HEADERS}`,
+    "backend-slow": `the backend's late answer passes: the generated config sets no backend timeout; ${WITHOUT_HEADERS}`,
     "decision-down": "fails closed: Traefik answers 500",
     "decision-slow":
       "fails closed: Traefik answers 500 after its client's timeout (30 s in Traefik, not configurable; shortened in the harness)",
     "decision-500": "fails closed: Traefik passes the decision's 500 on",
   },
   haproxy: {
+    "backend-down": "HAProxy answers 503 with its own HTML page (no server is available)",
+    "backend-slow": "the backend's late answer passes: HAProxy's timeout server is 30 s",
     "decision-down": "fails closed: HAProxy answers 503 (its HTTP client's own error page)",
     "decision-slow": "fails closed: HAProxy answers 504 after the timeout",
     "decision-500": "fails closed: HAProxy passes the decision's 500 on",
@@ -436,6 +463,8 @@ export interface Row {
 }
 
 interface Running {
+  /** What the proxies forward to: the shared backend, or the world's own. */
+  readonly backend: ProgrammableBackend;
   readonly proxyMode: TestGateway | undefined;
   readonly decision: TestGateway | undefined;
   readonly origins: Readonly<Record<Proxy, string>>;
@@ -496,12 +525,19 @@ export async function runMatrix(directory: string): Promise<Row[]> {
           key,
           running.proxyMode.url.replace(/\/v1$/, ""),
           "proxy",
-          backend,
+          running.backend,
           running.proxyMode,
         ));
       const cells: Cell[] = [];
       for (const proxy of PROXIES) {
-        const seen = await observe(testCase, key, running.origins[proxy], proxy, backend, running.decision);
+        const seen = await observe(
+          testCase,
+          key,
+          running.origins[proxy],
+          proxy,
+          running.backend,
+          running.decision,
+        );
         cells.push({
           proxy,
           seen,
@@ -520,9 +556,15 @@ export async function runMatrix(directory: string): Promise<Row[]> {
 async function startWorld(
   world: World,
   keysFile: string,
-  backend: ProgrammableBackend,
+  sharedBackend: ProgrammableBackend,
   now: () => number,
 ): Promise<Running> {
+  // A backend that answers after the deadline, or an address nothing listens on.
+  const lateBackend = world === "backend-slow" ? await startProgrammableBackend() : undefined;
+  lateBackend?.behave(() => ({ kind: "late", delayMs: LATE_BACKEND_MS, answer: jsonAnswer(200, "[]") }));
+  const backend = lateBackend ?? sharedBackend;
+  const upstreamUrl = world === "backend-down" ? `http://127.0.0.1:${await freePort()}/v1` : backend.url;
+  const upstream = world === "backend-slow" ? { timeoutMs: SHORT_UPSTREAM_TIMEOUT_MS } : {};
   const auth: Record<string, unknown> = { keysFile };
   if (world === "strip") auth.upstreamAuthorization = "strip";
   if (world === "replace") {
@@ -537,8 +579,9 @@ async function startWorld(
   const faulty = world === "down" || world === "slow" || world === "500";
   const proxyMode = faulty
     ? undefined
-    : await startGateway({ upstreamUrl: backend.url, config: { policies: policiesConfig }, now });
-  const decisionConfig = { mode: "decision", policies: policiesConfig };
+    : await startGateway({ upstreamUrl, config: { upstream, policies: policiesConfig }, now });
+  // The proxies' configs take the backend's timeouts from the same config.
+  const decisionConfig = { mode: "decision", upstream, policies: policiesConfig };
   const decision = faulty ? undefined : await startGateway({ upstreamUrl: "", config: decisionConfig, now });
   const stub = faulty ? await startStub(world) : undefined;
   const decisionUrl = decision?.origin ?? stub?.origin ?? "";
@@ -549,7 +592,7 @@ async function startWorld(
   const port = await freePort();
   const addresses = {
     decisionUrl,
-    upstreamUrl: backend.url,
+    upstreamUrl,
     listenPort: port,
     timeoutMs: DECISION_TIMEOUT_MS,
     luaFile: HAPROXY_LUA,
@@ -567,6 +610,7 @@ async function startWorld(
     timeoutMs: DECISION_TIMEOUT_MS,
   });
   return {
+    backend,
     proxyMode,
     decision,
     origins: {
@@ -585,6 +629,7 @@ async function startWorld(
       await proxyMode?.close();
       await decision?.close();
       await stub?.close();
+      await lateBackend?.close();
     },
   };
 }

@@ -1,0 +1,54 @@
+// The Error object a generated config writes itself (a backend fault) reaches the client as the
+// JSON the catalogue holds, whatever its text: a `$`, quotes, backslashes, braces or a backtick in
+// a message would otherwise start a variable or a placeholder, or end the string, in Debian's nginx
+// and Caddy. Each runs the escaped text as the generators write it.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { caddyLiteral } from "../../src/decision/caddy-config.ts";
+import { nginxLiteral } from "../../src/decision/nginx-config.ts";
+import { caddySkipReason, startCaddy } from "../support/caddy.ts";
+import { request } from "../support/http.ts";
+import { freePort, nginxSkipReason, startNginx } from "../support/nginx.ts";
+
+const HOSTILE = JSON.stringify({
+  code: "UPSTREAM_UNAVAILABLE",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the very text a config must not expand
+  message: "a $b ${c} $ \"q\" 's' \\ \\{path} {path} {$HOME} `t` ; # \n\t }",
+  status: 502,
+});
+
+test("nginx returns an escaped Error body byte for byte as JSON, never expanding it", {
+  skip: nginxSkipReason(),
+}, async () => {
+  const port = await freePort();
+  const nginx = await startNginx(
+    `events {}\nhttp {\n  server {\n    listen ${port};\n    location / {\n      types { }\n      default_type application/json;\n      return 502 ${nginxLiteral(HOSTILE)};\n    }\n  }\n}\n`,
+    port,
+  );
+  try {
+    // An extension nginx's default types would map to text/html.
+    const answer = await request(`${nginx.origin}/v1/pets.html`);
+    assert.equal(answer.status, 502);
+    assert.equal(answer.headers["content-type"], "application/json");
+    assert.deepEqual(answer.json(), JSON.parse(HOSTILE));
+  } finally {
+    await nginx.stop();
+  }
+});
+
+test("Caddy responds with an escaped Error body as JSON, never expanding it", {
+  skip: caddySkipReason(),
+}, async () => {
+  const port = await freePort();
+  const caddy = await startCaddy(
+    `http://:${port} {\n\theader Content-Type application/json\n\trespond ${caddyLiteral(HOSTILE)} 502\n}\n`,
+    port,
+  );
+  try {
+    const answer = await request(`${caddy.origin}/v1/pets`);
+    assert.equal(answer.status, 502);
+    assert.deepEqual(answer.json(), JSON.parse(HOSTILE));
+  } finally {
+    await caddy.stop();
+  }
+});
