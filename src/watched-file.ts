@@ -60,6 +60,10 @@ export function watchFile<T>(options: WatchedFileOptions<T>): WatchedFile<T> {
         onSlow: (pendingMs) => options.onSlow(pendingMs, why),
         wanted: (stats) => {
           opened = true;
+          // Renamed over (how a careful writer replaces a file) between this read's open and its
+          // fstat: the unlink moved its ctime, so its stamp would look new. The path leads to the
+          // new file now, which the next round reads; this one was read when it was current.
+          if (stats.nlink === 0) return false;
           const stamp = stampOf(stats);
           const changed = stamp !== lastStamp;
           lastStamp = stamp;
