@@ -317,6 +317,49 @@ describe("the proxy configs generated from the document", () => {
     });
   });
 
+  test("HAProxy answers its own 502, 503 and 504 on the backend leg with the catalogue's Error object, after proxy mode's timeouts", async () => {
+    const keys = writeKeysFile(["alice"]);
+    const config = validateConfig(
+      {
+        mode: "decision",
+        upstream: { connectTimeoutMs: 1500, timeoutMs: 7000 },
+        policies: { auth: { keysFile: keys.file } },
+      },
+      policies,
+    );
+    const haproxy = haproxyConfig(await contractOf(config, policies), ADDRESSES);
+    // Only the backend's: the decision's failures, answered in the frontend, keep HAProxy's own.
+    const frontend = haproxy.slice(0, haproxy.indexOf("backend gateway_backend"));
+    const backend = haproxy.slice(haproxy.indexOf("backend gateway_backend"));
+    assert.doesNotMatch(frontend, /http-error|http-after-response|timeout (connect|server)/);
+    assert.match(backend, /\n {2}timeout connect 1500ms\n {2}timeout server 7000ms\n/);
+    const answered = (status: number) => {
+      const found = new RegExp(
+        `^ {2}http-error status ${status} content-type application/json string '(.*)' hdr cache-control no-store hdr x-content-type-options nosniff$`,
+        "m",
+      ).exec(backend);
+      assert.ok(found, String(status));
+      return JSON.parse(found[1] as string);
+    };
+    const unavailable = {
+      code: "UPSTREAM_UNAVAILABLE",
+      message: coreCatalogue.UPSTREAM_UNAVAILABLE.message,
+      status: 502,
+    };
+    assert.deepEqual(answered(502), unavailable);
+    assert.deepEqual(answered(503), unavailable);
+    assert.deepEqual(answered(504), {
+      code: "UPSTREAM_TIMEOUT",
+      message: "The backend did not answer within 7000 ms",
+      status: 504,
+    });
+    // HAProxy's 503 says 502, as its body does; never an answer the backend sent.
+    assert.match(
+      backend,
+      /http-response set-var\(txn\.gw_backend_answered\) bool\(true\)\n {2}http-after-response set-status 502 if \{ status 503 \} !\{ var\(txn\.gw_backend_answered\) -m bool \}\n/,
+    );
+  });
+
   test("Envoy fails closed, strips the owned headers first, and sends what validation reads with the body", () => {
     const bootstrap = parse(envoyConfig(contract, ADDRESSES));
     const filters =

@@ -5,6 +5,7 @@
 // an allow this config sets the backend's headers and target and the client's headers from the
 // answer only. Every owned header is deleted before the decision. Tested against Debian's HAProxy
 // 2.6 (test/slow/plugin-mode-matrix.test.ts).
+import { errorBody, type GatewayError, gatewayError, upstreamTimeoutError } from "../errors.ts";
 import { DECIDE_PREFIX, UPSTREAM_HEADER_PREFIX, UPSTREAM_URI_HEADER } from "./doors.ts";
 import { type ProxyAddresses, type ProxyContract, splitUrl } from "./proxy-contract.ts";
 
@@ -27,9 +28,7 @@ export function haproxyConfig(contract: ProxyContract, addresses: ProxyAddresses
     "defaults",
     "  mode http",
     "  option http-server-close",
-    `  timeout connect ${addresses.timeoutMs}ms`,
     "  timeout client 30s",
-    "  timeout server 30s",
     "",
     "frontend gateway",
     `  bind :${addresses.listenPort}`,
@@ -69,8 +68,47 @@ export function haproxyConfig(contract: ProxyContract, addresses: ProxyAddresses
     "  default_backend gateway_backend",
     "",
     "backend gateway_backend",
-    `  server backend ${backend.host}:${backend.port}`,
-    "",
+    // Proxy mode's: past them it answers 504. timeout server bounds each wait for the backend, the
+    // answer's head included.
+    `  timeout connect ${contract.upstreamConnectTimeoutMs}ms`,
+    `  timeout server ${contract.upstreamTimeoutMs}ms`,
+    // HAProxy's own errors on the backend leg become proxy mode's Error object. They are this
+    // backend's, so the decision's own failures (answered in the frontend, before it) keep theirs;
+    // an http-error never replaces an answer the backend sent. HAProxy says 503 when no
+    // connection could be made and 502 for a broken answer: both are UPSTREAM_UNAVAILABLE.
+    backendFault(502, gatewayError("UPSTREAM_UNAVAILABLE")),
+    backendFault(503, gatewayError("UPSTREAM_UNAVAILABLE")),
+    backendFault(504, upstreamTimeoutError(contract.upstreamTimeoutMs)),
+    // http-response rules run on the backend's answers only; HAProxy's own errors get the
+    // decision's headers here, and its 503 the status of the Error object it carries.
+    `  http-response set-var(${BACKEND_ANSWERED}) bool(true)`,
+    `  http-after-response set-status 502 if { status 503 } ${OWN_ERROR}`,
   );
+  for (const name of [...contract.clientHeaders, "x-request-id"]) {
+    lines.push(
+      `  http-after-response add-header ${name} %[var(${answer(name)})] if ${found(name)} ${OWN_ERROR}`,
+    );
+  }
+  lines.push(`  server backend ${backend.host}:${backend.port}`, "");
   return lines.join("\n");
+}
+
+/** Set when the backend answered: an answer without it is HAProxy's own. */
+const BACKEND_ANSWERED = "txn.gw_backend_answered";
+const OWN_ERROR = `!{ var(${BACKEND_ANSWERED}) -m bool }`;
+
+/** HAProxy's own error `status` on the backend leg, answered with proxy mode's Error object. */
+function backendFault(status: number, error: GatewayError): string {
+  const body = haproxyLiteral(errorBody(error));
+  return `  http-error status ${status} content-type application/json string ${body} hdr cache-control no-store hdr x-content-type-options nosniff`;
+}
+
+/**
+ * A text as one HAProxy config word taken literally: strongly quoted, where nothing is interpreted
+ * (no $ variable, # comment, backslash or space). A single quote has no form inside quotes, so it
+ * closes the quote, stands escaped, and opens another: the parser joins them into one word. The
+ * text is one line: JSON escapes every control character.
+ */
+export function haproxyLiteral(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }

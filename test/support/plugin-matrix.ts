@@ -312,6 +312,11 @@ export const CASES: readonly Case[] = [
     key: "alice",
     world: "backend-slow",
   },
+  // The backend's own 5xx, in the statuses a proxy itself answers a backend fault with: none may
+  // take it for its own fault (backendAnswer answers these cases by their request id).
+  { name: "backend-502", what: "the backend answering its own 502", path: "/v1/pets?limit=5", key: "alice" },
+  { name: "backend-503", what: "the backend answering its own 503", path: "/v1/pets?limit=5", key: "alice" },
+  { name: "backend-504", what: "the backend answering its own 504", path: "/v1/pets?limit=5", key: "alice" },
   { name: "decision-down", what: "the decision service down", path: "/v1/pets", key: "alice", world: "down" },
   {
     name: "decision-slow",
@@ -380,8 +385,6 @@ const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
     "decision-500": "fails closed: Traefik passes the decision's 500 on",
   },
   haproxy: {
-    "backend-down": "HAProxy answers 503 with its own HTML page (no server is available)",
-    "backend-slow": "the backend's late answer passes: HAProxy's timeout server is 30 s",
     "decision-down": "fails closed: HAProxy answers 503 (its HTTP client's own error page)",
     "decision-slow": "fails closed: HAProxy answers 504 after the timeout",
     "decision-500": "fails closed: HAProxy passes the decision's 500 on",
@@ -495,7 +498,7 @@ export async function runMatrix(directory: string): Promise<Row[]> {
   process.env.MATRIX_UPSTREAM_CREDENTIAL = UPSTREAM_CREDENTIAL;
 
   const backend = await startProgrammableBackend();
-  backend.behave((req) => backendAnswer(req.method, req.url));
+  backend.behave((req) => backendAnswer(req.method, req.url, String(req.headers["x-request-id"])));
   const clock = { now: Date.now() };
   const now = () => clock.now;
   const worlds = new Map<World, Running>();
@@ -654,13 +657,16 @@ async function startStub(world: World): Promise<{ origin: string; close(): Promi
   };
 }
 
-function backendAnswer(method: string, url: string) {
+function backendAnswer(method: string, url: string, requestId: string) {
   const json = (status: number, body: string) => ({
     kind: "respond" as const,
     status,
     headers: { "content-type": "application/json" },
     body,
   });
+  // observe's request id names the case: matrix-backend-503-<proxy>-<n>.
+  const ownFault = /^matrix-backend-(5\d\d)-/.exec(requestId);
+  if (ownFault) return json(Number(ownFault[1]), '{"detail":"the backend\'s own"}');
   if (method === "POST") return json(201, '{"id":1,"name":"Rex","categoryId":1}');
   if (/\/pets\/\d+/.test(url)) return json(200, '{"id":7,"name":"Rex","categoryId":1}');
   return json(200, "[]");
