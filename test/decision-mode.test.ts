@@ -360,6 +360,38 @@ describe("the proxy configs generated from the document", () => {
     );
   });
 
+  test("Envoy and Traefik give the backend leg proxy mode's timeouts, the decision keeping its own", async () => {
+    const keys = writeKeysFile(["alice"]);
+    const config = validateConfig(
+      {
+        mode: "decision",
+        upstream: { connectTimeoutMs: 1500, timeoutMs: 7000 },
+        policies: { auth: { keysFile: keys.file } },
+      },
+      policies,
+    );
+    const timed = await contractOf(config, policies);
+    const envoy = parse(envoyConfig(timed, ADDRESSES)).static_resources;
+    const clusters = Object.fromEntries(
+      envoy.clusters.map((cluster: { name: string; connect_timeout: string }) => [
+        cluster.name,
+        cluster.connect_timeout,
+      ]),
+    );
+    assert.deepEqual(clusters, { gateway_decision: "1s", gateway_backend: "1.5s" });
+    const manager = envoy.listeners[0].filter_chains[0].filters[0].typed_config;
+    assert.deepEqual(manager.route_config.virtual_hosts[0].routes[0].route, {
+      cluster: "gateway_backend",
+      timeout: "7s",
+    });
+    const traefik = parse(traefikConfig(timed, ADDRESSES)).http;
+    const transport = traefik.services["gateway-backend"].loadBalancer.serversTransport;
+    assert.deepEqual(traefik.serversTransports[transport].forwardingTimeouts, {
+      dialTimeout: "1500ms",
+      responseHeaderTimeout: "7000ms",
+    });
+  });
+
   test("Envoy fails closed, strips the owned headers first, and sends what validation reads with the body", () => {
     const bootstrap = parse(envoyConfig(contract, ADDRESSES));
     const filters =

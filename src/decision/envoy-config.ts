@@ -14,7 +14,8 @@ export const ENVOY_STATUS_ON_ERROR = 503;
 export function envoyConfig(contract: ProxyContract, addresses: ProxyAddresses): string {
   const decision = splitUrl(addresses.decisionUrl);
   const backend = splitUrl(addresses.upstreamUrl);
-  const timeout = `${addresses.timeoutMs / 1000}s`;
+  const seconds = (ms: number) => `${ms / 1000}s`;
+  const timeout = seconds(addresses.timeoutMs);
   const exact = (names: readonly string[]) => ({ patterns: names.map((name) => ({ exact: name })) });
   // Owned headers go before the decision: what the backend gets of them is only ever the decision's.
   const owned = [...contract.upstreamHeaders.filter((name) => name !== "authorization"), UPSTREAM_URI_HEADER];
@@ -38,10 +39,10 @@ export function envoyConfig(contract: ProxyContract, addresses: ProxyAddresses):
       default_source_code: { inline_string: code },
     },
   });
-  const cluster = (name: string, host: string, port: number) => ({
+  const cluster = (name: string, host: string, port: number, connectTimeout: string) => ({
     name,
     type: "STRICT_DNS",
-    connect_timeout: timeout,
+    connect_timeout: connectTimeout,
     load_assignment: {
       cluster_name: name,
       endpoints: [
@@ -73,7 +74,17 @@ export function envoyConfig(contract: ProxyContract, addresses: ProxyAddresses):
                         {
                           name: "api",
                           domains: ["*"],
-                          routes: [{ match: { prefix: "/" }, route: { cluster: "gateway_backend" } }],
+                          routes: [
+                            {
+                              match: { prefix: "/" },
+                              // Proxy mode's deadline for the backend's answer (Envoy's default is 15 s):
+                              // past it Envoy answers 504 with its own text.
+                              route: {
+                                cluster: "gateway_backend",
+                                timeout: seconds(contract.upstreamTimeoutMs),
+                              },
+                            },
+                          ],
                         },
                       ],
                     },
@@ -131,8 +142,8 @@ export function envoyConfig(contract: ProxyContract, addresses: ProxyAddresses):
         },
       ],
       clusters: [
-        cluster("gateway_decision", decision.host, decision.port),
-        cluster("gateway_backend", backend.host, backend.port),
+        cluster("gateway_decision", decision.host, decision.port, timeout),
+        cluster("gateway_backend", backend.host, backend.port, seconds(contract.upstreamConnectTimeoutMs)),
       ],
     },
   };

@@ -60,6 +60,17 @@ export function traefikConfig(contract: ProxyContract, addresses: ProxyAddresses
           loadBalancer: {
             passHostHeader: true,
             servers: [{ url: `http://${backend.host}:${backend.port}` }],
+            serversTransport: "gateway-backend",
+          },
+        },
+      },
+      serversTransports: {
+        // Proxy mode's timeouts for the backend (Traefik's defaults are 30 s to connect and none for
+        // the answer): past either Traefik answers 504 with its own text.
+        "gateway-backend": {
+          forwardingTimeouts: {
+            dialTimeout: `${contract.upstreamConnectTimeoutMs}ms`,
+            responseHeaderTimeout: `${contract.upstreamTimeoutMs}ms`,
           },
         },
       },

@@ -105,6 +105,25 @@ describe("plugin mode: proxy mode, nginx, Envoy (simulated), Caddy, Traefik (sim
     }
   });
 
+  test("a backend slower than upstream.timeoutMs gets the client 504 from every proxy, never the late answer", () => {
+    const row = rows.find((r) => r.case.name === "backend-slow");
+    assert.equal(row?.reference?.status, 504);
+    assert.equal(row?.cells.length, PROXIES.length);
+    for (const cell of row?.cells ?? []) assert.equal(cell.seen.status, 504, cell.proxy);
+  });
+
+  test("the backend's own 502, 503 and 504 reach the client as the backend sent them, through every proxy", () => {
+    for (const name of ["backend-502", "backend-503", "backend-504"]) {
+      const row = rows.find((r) => r.case.name === name);
+      assert.equal(row?.reference?.status, Number(name.slice(-3)));
+      assert.equal(row?.cells.length, PROXIES.length);
+      for (const cell of row?.cells ?? []) {
+        assert.equal(cell.seen.status, row?.reference?.status, `${name} on ${cell.proxy}`);
+        assert.equal(cell.seen.body, row?.reference?.body, `${name} on ${cell.proxy}`);
+      }
+    }
+  });
+
   test("docs/plugin-mode/capabilities.md is what these results render", () => {
     const committed = readFileSync(PAGE, "utf8");
     assert.equal(

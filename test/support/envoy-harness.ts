@@ -10,7 +10,9 @@
 //   x-envoy-auth-headers-to-remove go, allowed_client_headers_on_success go on the answer;
 // - any other status is a denial, passed on with its headers and body;
 // - a connection error or the timeout answers status_on_error (failure_mode_allow is false);
-// - the second Lua filter makes the decision's target the path (its prefix is read).
+// - the second Lua filter makes the decision's target the path (its prefix is read);
+// - the router forwards to gateway_backend: no connection within the cluster's connect_timeout, or
+//   none at all, answers 503 with Envoy's text; no whole answer within the route's timeout 504.
 // Every cell it produces is marked "simulated" in the capability table.
 
 import { once } from "node:events";
@@ -52,7 +54,13 @@ export interface EnvoyPlan {
   readonly stripped: readonly string[];
   readonly targetHeader: string;
   readonly targetPrefix: string;
-  readonly backend: { readonly host: string; readonly port: number };
+  readonly backend: {
+    readonly host: string;
+    readonly port: number;
+    readonly connectTimeoutMs: number;
+    /** The route's timeout: for the backend's whole answer. */
+    readonly timeoutMs: number;
+  };
 }
 
 export function readEnvoyConfig(yaml: string): EnvoyPlan {
@@ -60,10 +68,20 @@ export function readEnvoyConfig(yaml: string): EnvoyPlan {
     static_resources: {
       listeners: {
         address: { socket_address: { port_value: number } };
-        filter_chains: { filters: { typed_config: { http_filters: Filter[] } }[] }[];
+        filter_chains: {
+          filters: {
+            typed_config: {
+              http_filters: Filter[];
+              route_config: {
+                virtual_hosts: { routes: { route: { cluster: string; timeout?: string } }[] }[];
+              };
+            };
+          }[];
+        }[];
       }[];
       clusters: {
         name: string;
+        connect_timeout?: string;
         load_assignment: {
           endpoints: {
             lb_endpoints: {
@@ -76,7 +94,9 @@ export function readEnvoyConfig(yaml: string): EnvoyPlan {
   };
   const listener = config.static_resources.listeners[0];
   if (!listener) throw new Error("no listener");
-  const filters = listener.filter_chains[0]?.filters[0]?.typed_config.http_filters ?? [];
+  const manager = listener.filter_chains[0]?.filters[0]?.typed_config;
+  const filters = manager?.http_filters ?? [];
+  const route = manager?.route_config.virtual_hosts[0]?.routes[0]?.route;
   const names = filters.map((filter) => filter.name);
   const authzAt = names.indexOf("envoy.filters.http.ext_authz");
   const lua = (filter: Filter | undefined) =>
@@ -93,14 +113,20 @@ export function readEnvoyConfig(yaml: string): EnvoyPlan {
   }
   const backend = config.static_resources.clusters.find((cluster) => cluster.name === "gateway_backend");
   const address = backend?.load_assignment.endpoints[0]?.lb_endpoints[0]?.endpoint.address.socket_address;
-  if (!address) throw new Error("no gateway_backend cluster");
+  if (!backend || !address) throw new Error("no gateway_backend cluster");
+  if (route?.cluster !== "gateway_backend") throw new Error("the route is not to gateway_backend");
   return {
     listenPort: listener.address.socket_address.port_value,
     extAuthz: (filters[authzAt] as Filter).typed_config as unknown as ExtAuthz,
     stripped,
     targetHeader: target[1] as string,
     targetPrefix: target[2] as string,
-    backend: { host: address.address, port: address.port_value },
+    backend: {
+      host: address.address,
+      port: address.port_value,
+      connectTimeoutMs: milliseconds(backend.connect_timeout ?? ENVOY_DEFAULT_CONNECT_TIMEOUT),
+      timeoutMs: milliseconds(route.timeout ?? ENVOY_DEFAULT_ROUTE_TIMEOUT),
+    },
   };
 }
 
@@ -132,7 +158,7 @@ export async function startEnvoyHarness(yaml: string): Promise<EnvoyHarness> {
   const toClient = new Set(
     authz.http_service.authorization_response.allowed_client_headers_on_success.patterns.map((p) => p.exact),
   );
-  const timeoutMs = Number.parseFloat(authz.http_service.server_uri.timeout) * 1000;
+  const timeoutMs = milliseconds(authz.http_service.server_uri.timeout);
   const server = http.createServer(async (req, res) => {
     const body = await readAll(req);
     const headers: IncomingHttpHeaders = { ...req.headers };
@@ -194,9 +220,11 @@ export async function startEnvoyHarness(yaml: string): Promise<EnvoyHarness> {
         req.method ?? "GET",
         headers as Record<string, string>,
         body,
-        10_000,
+        plan.backend.timeoutMs,
+        plan.backend.connectTimeoutMs,
       );
-    } catch {
+    } catch (error) {
+      if (error === TIMED_OUT) return answer(res, 504, {}, "upstream request timeout");
       return answer(res, 503, {}, "upstream connect error");
     }
     const out: Record<string, string> = {};
@@ -235,12 +263,26 @@ function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
   });
 }
 
+/** Envoy's route timeout where a route sets none, and its connect_timeout where a cluster does. */
+const ENVOY_DEFAULT_ROUTE_TIMEOUT = "15s";
+const ENVOY_DEFAULT_CONNECT_TIMEOUT = "5s";
+
+/** A proto Duration as the generated config writes it ("0.5s") in milliseconds. */
+function milliseconds(duration: string): number {
+  return Number.parseFloat(duration) * 1000;
+}
+
+/** The whole answer did not come within the deadline (the route's timeout; ext_authz's own). */
+const TIMED_OUT = new Error("timeout");
+
+/** One exchange, whole within timeoutMs; the connection made within connectTimeoutMs when given. */
 function call(
   url: string,
   method: string,
   headers: Record<string, string>,
   body: Buffer,
   timeoutMs: number,
+  connectTimeoutMs?: number,
 ): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, headers, agent: false }, (res) => {
@@ -249,7 +291,13 @@ function call(
         reject,
       );
     });
-    req.setTimeout(timeoutMs, () => req.destroy(new Error("timeout")));
+    const deadline = setTimeout(() => req.destroy(TIMED_OUT), timeoutMs);
+    if (connectTimeoutMs !== undefined) {
+      const connecting = setTimeout(() => req.destroy(new Error("connection timeout")), connectTimeoutMs);
+      req.on("socket", (socket) => socket.once("connect", () => clearTimeout(connecting)));
+      req.on("close", () => clearTimeout(connecting));
+    }
+    req.on("close", () => clearTimeout(deadline));
     req.on("error", reject);
     req.end(body.length > 0 ? body : undefined);
   });

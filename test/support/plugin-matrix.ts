@@ -360,7 +360,8 @@ const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
   },
   envoy: {
     "backend-down": "Envoy answers 503 with its own text (upstream connect error)",
-    "backend-slow": "the backend's late answer passes: the generated config sets no backend timeout",
+    "backend-slow":
+      "Envoy answers 504 with its own text (upstream request timeout) after the route's timeout",
     "decision-down": "fails closed: Envoy answers 503 (status_on_error)",
     "decision-slow": "fails closed: Envoy answers 503 after the timeout",
     "decision-500": "fails closed: Envoy passes the decision's 500 on",
@@ -378,7 +379,7 @@ const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
       "reaches the backend: Traefik takes the preflight's 204 as an allow (answer preflights with Traefik's headers middleware)",
     "cors-call": `allowed with the limit unchanged (${because.noTarget(traefik)}), ${WITHOUT_HEADERS}, nor the CORS headers`,
     "backend-down": `Traefik answers 502 with its own text (Bad Gateway), ${WITHOUT_HEADERS}`,
-    "backend-slow": `the backend's late answer passes: the generated config sets no backend timeout; ${WITHOUT_HEADERS}`,
+    "backend-slow": `Traefik answers 504 with its own text (Gateway Timeout) after responseHeaderTimeout, ${WITHOUT_HEADERS}`,
     "decision-down": "fails closed: Traefik answers 500",
     "decision-slow":
       "fails closed: Traefik answers 500 after its client's timeout (30 s in Traefik, not configurable; shortened in the harness)",

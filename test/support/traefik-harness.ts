@@ -14,7 +14,10 @@
 // - a connection error answers 500 with no body; so does the client's timeout, which is 30 s in
 //   Traefik (not configurable) and shortened here (timeoutMs) to keep the matrix quick;
 // - the headers middleware sets customRequestHeaders (an empty value removes the header) and
-//   customResponseHeaders; replacePathRegex rewrites the path; the service forwards the request.
+//   customResponseHeaders; replacePathRegex rewrites the path; the service forwards the request;
+// - through its serversTransport's forwardingTimeouts: no connection within dialTimeout, or no
+//   answer's head within responseHeaderTimeout, answers 504 "Gateway Timeout" (Go's net.Error
+//   timeout); a refused connection 502 "Bad Gateway".
 // Every cell it produces is marked "simulated" in the capability table.
 import { once } from "node:events";
 import http, { type IncomingHttpHeaders } from "node:http";
@@ -42,7 +45,11 @@ interface Dynamic {
         replacePathRegex?: { regex: string; replacement: string };
       }
     >;
-    services: Record<string, { loadBalancer: { servers: { url: string }[] } }>;
+    services: Record<string, { loadBalancer: { servers: { url: string }[]; serversTransport?: string } }>;
+    serversTransports?: Record<
+      string,
+      { forwardingTimeouts?: { dialTimeout?: string; responseHeaderTimeout?: string } }
+    >;
   };
 }
 
@@ -67,8 +74,15 @@ export async function startTraefikHarness(
     if (!middleware) throw new Error(`no middleware ${name}`);
     return middleware;
   });
-  const service = config.services[router.service]?.loadBalancer.servers[0]?.url;
+  const balancer = config.services[router.service]?.loadBalancer;
+  const service = balancer?.servers[0]?.url;
   if (!service) throw new Error(`no service ${router.service}`);
+  const forwarding = config.serversTransports?.[balancer.serversTransport ?? ""]?.forwardingTimeouts;
+  // Traefik's defaults: 30 s to connect, no limit on the answer's head.
+  const backendTimeouts = {
+    dialMs: forwarding?.dialTimeout ? milliseconds(forwarding.dialTimeout) : 30_000,
+    headMs: forwarding?.responseHeaderTimeout ? milliseconds(forwarding.responseHeaderTimeout) : undefined,
+  };
   const server = http.createServer(async (req, res) => {
     const body = await readAll(req);
     const headers: IncomingHttpHeaders = { ...req.headers };
@@ -104,8 +118,9 @@ export async function startTraefikHarness(
     if (body.length > 0) headers["content-length"] = String(body.length);
     let upstream: Answer;
     try {
-      upstream = await call(`${service}${path}`, req.method ?? "GET", headers, body, 10_000);
-    } catch {
+      upstream = await call(`${service}${path}`, req.method ?? "GET", headers, body, 10_000, backendTimeouts);
+    } catch (error) {
+      if (error === TIMED_OUT) return answer(res, 504, {}, "Gateway Timeout");
       return answer(res, 502, {}, "Bad Gateway");
     }
     const out: Record<string, string> = {};
@@ -213,6 +228,16 @@ function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
   });
 }
 
+/** A Go duration as the generated config writes it ("500ms", "2s") in milliseconds. */
+function milliseconds(duration: string): number {
+  const found = /^(\d+(?:\.\d+)?)(ms|s)$/.exec(duration);
+  if (!found) throw new Error(`a duration the harness does not read: ${duration}`);
+  return Number(found[1]) * (found[2] === "s" ? 1000 : 1);
+}
+
+/** A transport timeout (dial or the answer's head): Go's net.Error with Timeout() true. */
+const TIMED_OUT = new Error("timeout");
+
 /** A body of unknown length goes chunked, as Go's client sends forwardAuth's. */
 function call(
   url: string,
@@ -220,6 +245,7 @@ function call(
   headers: IncomingHttpHeaders | Record<string, string>,
   body: Buffer | undefined,
   timeoutMs: number,
+  transport?: { readonly dialMs: number; readonly headMs: number | undefined },
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     // Node's client frames a GET's body only when told; Go's sends it chunked.
@@ -234,6 +260,19 @@ function call(
       );
     });
     req.setTimeout(timeoutMs, () => req.destroy(new Error("timeout")));
+    if (transport) {
+      const dialing = setTimeout(() => req.destroy(TIMED_OUT), transport.dialMs);
+      req.on("socket", (socket) => socket.once("connect", () => clearTimeout(dialing)));
+      const head =
+        transport.headMs === undefined
+          ? undefined
+          : setTimeout(() => req.destroy(TIMED_OUT), transport.headMs);
+      req.on("response", () => clearTimeout(head));
+      req.on("close", () => {
+        clearTimeout(dialing);
+        clearTimeout(head);
+      });
+    }
     req.on("error", reject);
     if (body !== undefined && body.length > 0) req.write(body);
     req.end();
