@@ -49,6 +49,26 @@ describe("plugin mode: proxy mode, nginx, Envoy (simulated), Caddy, Traefik (sim
     assert.ok(rows.length >= 40, `${rows.length} cases`);
   });
 
+  test("every statement is true: the client got the stated status, the backend reached or not as stated", () => {
+    const untrue: string[] = [];
+    let checked = 0;
+    for (const row of rows) {
+      for (const cell of row.cells) {
+        const stated = statedFor(cell.proxy, row);
+        if (stated === undefined) continue;
+        checked++;
+        const where = `${row.case.name} on ${cell.proxy}`;
+        if (cell.seen.status !== stated.status)
+          untrue.push(`${where}: status ${cell.seen.status}, stated ${stated.status}`);
+        const reached = cell.seen.backend !== undefined;
+        if (stated.reached !== undefined && reached !== stated.reached)
+          untrue.push(`${where}: ${reached ? "reached" : "never reached"} the backend, stated otherwise`);
+      }
+    }
+    assert.deepEqual(untrue, []);
+    assert.ok(checked >= 45, `${checked} stated cells`);
+  });
+
   test("0 spoofed identities or original-request headers take effect on any proxy", () => {
     const tookEffect: string[] = [];
     for (const row of rows.filter((r) => r.case.spoof)) {

@@ -347,48 +347,91 @@ export const NO_CLIENT_HEADERS: ReadonlySet<Proxy> = new Set(
 );
 
 /**
- * A proxy's cell that differs from proxy mode, and why, where the capability facts do not say it
- * (src/decision/capabilities.ts: statedFor): every such cell is stated, never silent.
+ * What a differing cell is stated to be: the text the capability table shows, and what it claims
+ * the test can see, the client's status and, where the text says so, whether the backend was
+ * reached ("allowed", "reaches the backend": reached; "fails closed", "before the key is checked":
+ * not). The matrix test checks both against what it saw.
  */
-const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
+export interface Statement {
+  readonly status: number;
+  readonly reached?: boolean;
+  readonly text: string;
+}
+
+/** A proxy answering by itself: the backend never reached. */
+const refused = (status: number, text: string): Statement => ({ status, reached: false, text });
+
+/**
+ * A proxy's cell that differs from proxy mode, and why, where the capability facts do not say it
+ * (statedFor below): every such cell is stated, never silent.
+ */
+const STATED: Readonly<Record<Proxy, Readonly<Record<string, Statement>>>> = {
   nginx: {
-    "body-oversize":
+    "body-oversize": refused(
+      413,
       "413 from nginx itself (client_max_body_size, its own HTML body), before the key is checked",
-    "decision-down": "fails closed: nginx answers 500 (auth_request turns any failure into 500)",
-    "decision-slow": "fails closed: nginx answers 500 after the timeout",
-    "decision-500": "fails closed: nginx answers 500",
+    ),
+    "decision-down": refused(
+      500,
+      "fails closed: nginx answers 500 (auth_request turns any failure into 500)",
+    ),
+    "decision-slow": refused(500, "fails closed: nginx answers 500 after the timeout"),
+    "decision-500": refused(500, "fails closed: nginx answers 500"),
   },
   envoy: {
-    "backend-down": "Envoy answers 503 with its own text (upstream connect error)",
-    "backend-slow":
-      "Envoy answers 504 with its own text (upstream request timeout) after the route's timeout",
-    "decision-down": "fails closed: Envoy answers 503 (status_on_error)",
-    "decision-slow": "fails closed: Envoy answers 503 after the timeout",
-    "decision-500": "fails closed: Envoy passes the decision's 500 on",
+    "backend-down": { status: 503, text: "Envoy answers 503 with its own text (upstream connect error)" },
+    "backend-slow": {
+      status: 504,
+      text: "Envoy answers 504 with its own text (upstream request timeout) after the route's timeout",
+    },
+    "decision-down": refused(503, "fails closed: Envoy answers 503 (status_on_error)"),
+    "decision-slow": refused(503, "fails closed: Envoy answers 503 after the timeout"),
+    "decision-500": refused(500, "fails closed: Envoy passes the decision's 500 on"),
   },
   caddy: {
-    "decision-down": "fails closed: Caddy answers 502",
-    "decision-slow": "fails closed: Caddy answers 504 after response_header_timeout",
-    "decision-500": "fails closed: Caddy passes the decision's 500 on",
+    "decision-down": refused(502, "fails closed: Caddy answers 502"),
+    "decision-slow": refused(504, "fails closed: Caddy answers 504 after response_header_timeout"),
+    "decision-500": refused(500, "fails closed: Caddy passes the decision's 500 on"),
   },
   traefik: {
-    deprecated: `allowed, logged and counted once, but without Deprecation, Sunset and Link: ${because.noAnswerHeaders(traefik)}`,
-    "body-oversize":
+    deprecated: {
+      status: 200,
+      reached: true,
+      text: `allowed, logged and counted once, but without Deprecation, Sunset and Link: ${because.noAnswerHeaders(traefik)}`,
+    },
+    "body-oversize": refused(
+      401,
       "401 from Traefik itself, no body (forwardBody's maxBodySize), before the key is checked",
-    "cors-preflight":
-      "reaches the backend: Traefik takes the preflight's 204 as an allow (answer preflights with Traefik's headers middleware)",
-    "cors-call": `allowed with the limit unchanged (${because.noTarget(traefik)}), ${WITHOUT_HEADERS}, nor the CORS headers`,
-    "backend-down": `Traefik answers 502 with its own text (Bad Gateway), ${WITHOUT_HEADERS}`,
-    "backend-slow": `Traefik answers 504 with its own text (Gateway Timeout) after responseHeaderTimeout, ${WITHOUT_HEADERS}`,
-    "decision-down": "fails closed: Traefik answers 500",
-    "decision-slow":
+    ),
+    "cors-preflight": {
+      status: 200,
+      reached: true,
+      text: "reaches the backend: Traefik takes the preflight's 204 as an allow (answer preflights with Traefik's headers middleware)",
+    },
+    "cors-call": {
+      status: 200,
+      reached: true,
+      text: `allowed with the limit unchanged (${because.noTarget(traefik)}), ${WITHOUT_HEADERS}, nor the CORS headers`,
+    },
+    "backend-down": {
+      status: 502,
+      text: `Traefik answers 502 with its own text (Bad Gateway), ${WITHOUT_HEADERS}`,
+    },
+    "backend-slow": {
+      status: 504,
+      text: `Traefik answers 504 with its own text (Gateway Timeout) after responseHeaderTimeout, ${WITHOUT_HEADERS}`,
+    },
+    "decision-down": refused(500, "fails closed: Traefik answers 500"),
+    "decision-slow": refused(
+      500,
       "fails closed: Traefik answers 500 after its client's timeout (30 s in Traefik, not configurable; shortened in the harness)",
-    "decision-500": "fails closed: Traefik passes the decision's 500 on",
+    ),
+    "decision-500": refused(500, "fails closed: Traefik passes the decision's 500 on"),
   },
   haproxy: {
-    "decision-down": "fails closed: HAProxy answers 503 (its HTTP client's own error page)",
-    "decision-slow": "fails closed: HAProxy answers 504 after the timeout",
-    "decision-500": "fails closed: HAProxy passes the decision's 500 on",
+    "decision-down": refused(503, "fails closed: HAProxy answers 503 (its HTTP client's own error page)"),
+    "decision-slow": refused(504, "fails closed: HAProxy answers 504 after the timeout"),
+    "decision-500": refused(500, "fails closed: HAProxy passes the decision's 500 on"),
   },
 };
 
@@ -396,24 +439,32 @@ const STATED: Readonly<Record<Proxy, Readonly<Record<string, string>>>> = {
  * What a proxy's cell is stated to be, or undefined where it must be the same as proxy mode: the
  * cells above, else what the capability facts say the proxy gives up on this case (the body it
  * never sends; on an allowed call, the target it cannot rewrite and the answer's headers it
- * cannot add), in the words `npm run plan` uses.
+ * cannot add), in the words `npm run plan` uses. Those say "allowed": the backend reached, and
+ * the client given its answer (proxy mode's status, or the backend's own 201 to a body proxy
+ * mode refused).
  */
-export function statedFor(proxy: Proxy, row: Row): string | undefined {
+export function statedFor(proxy: Proxy, row: Row): Statement | undefined {
   const stated = STATED[proxy][row.case.name];
   if (stated !== undefined) return stated;
   const capabilities = PROXY_CAPABILITIES[proxy];
   if (row.case.judgesBody && !capabilities.sendsBody) {
-    return `allowed: ${because.noBody(capabilities)}, so body validation is off (the backend validates)`;
+    return {
+      status: BACKEND_CREATED,
+      reached: true,
+      text: `allowed: ${because.noBody(capabilities)}, so body validation is off (the backend validates)`,
+    };
   }
-  const reached = row.reference?.backend;
-  if (reached === undefined) return undefined;
+  const reference = row.reference;
+  const reached = reference?.backend;
+  if (reference === undefined || reached === undefined) return undefined;
+  const allowed = (text: string): Statement => ({ status: reference.status, reached: true, text });
   // Proxy mode sent the backend another target than the client's: a policy set its query.
   if (!capabilities.takesTarget && reached.url !== row.case.path) {
     const headers = capabilities.addsAnswerHeaders ? "" : `, ${WITHOUT_HEADERS}`;
-    return `allowed with the limit unchanged (${because.noTarget(capabilities)})${headers}`;
+    return allowed(`allowed with the limit unchanged (${because.noTarget(capabilities)})${headers}`);
   }
   if (!capabilities.addsAnswerHeaders)
-    return `allowed, ${WITHOUT_HEADERS}: ${because.noAnswerHeaders(capabilities)}`;
+    return allowed(`allowed, ${WITHOUT_HEADERS}: ${because.noAnswerHeaders(capabilities)}`);
   return undefined;
 }
 
@@ -658,6 +709,9 @@ async function startStub(world: World): Promise<{ origin: string; close(): Promi
   };
 }
 
+/** What the recording backend answers any POST with, a body proxy mode refuses included. */
+const BACKEND_CREATED = 201;
+
 function backendAnswer(method: string, url: string, requestId: string) {
   const json = (status: number, body: string) => ({
     kind: "respond" as const,
@@ -668,7 +722,7 @@ function backendAnswer(method: string, url: string, requestId: string) {
   // observe's request id names the case: matrix-backend-503-<proxy>-<n>.
   const ownFault = /^matrix-backend-(5\d\d)-/.exec(requestId);
   if (ownFault) return json(Number(ownFault[1]), '{"detail":"the backend\'s own"}');
-  if (method === "POST") return json(201, '{"id":1,"name":"Rex","categoryId":1}');
+  if (method === "POST") return json(BACKEND_CREATED, '{"id":1,"name":"Rex","categoryId":1}');
   if (/\/pets\/\d+/.test(url)) return json(200, '{"id":7,"name":"Rex","categoryId":1}');
   return json(200, "[]");
 }
@@ -761,7 +815,7 @@ export function capabilityPage(rows: readonly Row[]): string {
     const stated = statedFor(proxy, row);
     const mark = SIMULATED.has(proxy) ? " (simulated)" : "";
     if (found && found.differences.length === 0) return `same${mark}`;
-    return `**${stated ?? "differs"}**${mark}`;
+    return `**${stated?.text ?? "differs"}**${mark}`;
   };
   const identical = (proxy: Proxy) =>
     rows.filter((row) => row.cells.find((c) => c.proxy === proxy)?.differences.length === 0).length;
