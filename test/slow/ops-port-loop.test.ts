@@ -1,6 +1,6 @@
 // No ops request holds the event loop: with 10,000 callers of a deprecated operation in the
 // report, every ops endpoint hammered by clients in another process leaves the gateway's loop
-// delay under 20 ms, the page lists the most recent callers with the total, and the JSON, paged,
+// delay under 40 ms, the page lists the most recent callers with the total, and the JSON, paged,
 // still holds every caller once. Timed, so it runs alone.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -22,7 +22,9 @@ import { writeKeysFile } from "../support/keys.ts";
 import { PROJECT_ROOT } from "../support/program.ts";
 
 const CALLERS = 10_000;
-const MAX_LOOP_DELAY_MS = 20;
+// 7-12 ms on a quiet 2-core machine, 20.2 ms once on a busy CI run; a regression is far above it:
+// 570 ms before the report was sliced, 48 ms when several /metrics writes started in one turn.
+const MAX_LOOP_DELAY_MS = 40;
 const HAMMER_MS = 6000;
 const consumers = Array.from({ length: CALLERS }, (_, i) => `consumer-${String(i).padStart(5, "0")}`);
 const keys = writeKeysFile(consumers);
