@@ -49,7 +49,7 @@ describe("plugin mode: proxy mode, nginx, Envoy (simulated), Caddy, Traefik (sim
     assert.ok(rows.length >= 40, `${rows.length} cases`);
   });
 
-  test("every statement is true: the client got the stated status, the backend reached or not as stated", () => {
+  test("every statement is true: the stated status, the backend reached or not, its target, the headers left out", () => {
     const untrue: string[] = [];
     let checked = 0;
     for (const row of rows) {
@@ -63,6 +63,13 @@ describe("plugin mode: proxy mode, nginx, Envoy (simulated), Caddy, Traefik (sim
         const reached = cell.seen.backend !== undefined;
         if (stated.reached !== undefined && reached !== stated.reached)
           untrue.push(`${where}: ${reached ? "reached" : "never reached"} the backend, stated otherwise`);
+        if (stated.targetUnchanged && cell.seen.backend?.url !== row.case.path)
+          untrue.push(
+            `${where}: the backend got ${cell.seen.backend?.url}, stated the client's ${row.case.path}`,
+          );
+        for (const name of stated.without ?? []) {
+          if (cell.seen.headers[name] !== undefined) untrue.push(`${where}: ${name} present, stated absent`);
+        }
       }
     }
     assert.deepEqual(untrue, []);

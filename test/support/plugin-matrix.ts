@@ -340,6 +340,8 @@ function ORIGIN(): string {
 
 const { traefik } = PROXY_CAPABILITIES;
 const WITHOUT_HEADERS = "without X-Request-Id, Vary or X-Limit-Applied";
+/** The headers WITHOUT_HEADERS names, as the client's answer would carry them. */
+const WITHOUT_HEADER_NAMES = ["x-request-id", "vary", "x-limit-applied"] as const;
 
 /** Proxies that cannot add the decision's headers to the client's answer (stated per cell). */
 export const NO_CLIENT_HEADERS: ReadonlySet<Proxy> = new Set(
@@ -355,6 +357,10 @@ export const NO_CLIENT_HEADERS: ReadonlySet<Proxy> = new Set(
 export interface Statement {
   readonly status: number;
   readonly reached?: boolean;
+  /** "with the limit unchanged": the backend got the client's own target. */
+  readonly targetUnchanged?: boolean;
+  /** "without X-Request-Id, Vary or X-Limit-Applied", "without Deprecation, …": absent from the client's answer. */
+  readonly without?: readonly string[];
   readonly text: string;
 }
 
@@ -397,6 +403,7 @@ const STATED: Readonly<Record<Proxy, Readonly<Record<string, Statement>>>> = {
     deprecated: {
       status: 200,
       reached: true,
+      without: ["deprecation", "sunset", "link"],
       text: `allowed, logged and counted once, but without Deprecation, Sunset and Link: ${because.noAnswerHeaders(traefik)}`,
     },
     "body-oversize": refused(
@@ -411,14 +418,18 @@ const STATED: Readonly<Record<Proxy, Readonly<Record<string, Statement>>>> = {
     "cors-call": {
       status: 200,
       reached: true,
+      targetUnchanged: true,
+      without: [...WITHOUT_HEADER_NAMES, "access-control-allow-origin"],
       text: `allowed with the limit unchanged (${because.noTarget(traefik)}), ${WITHOUT_HEADERS}, nor the CORS headers`,
     },
     "backend-down": {
       status: 502,
+      without: WITHOUT_HEADER_NAMES,
       text: `Traefik answers 502 with its own text (Bad Gateway), ${WITHOUT_HEADERS}`,
     },
     "backend-slow": {
       status: 504,
+      without: WITHOUT_HEADER_NAMES,
       text: `Traefik answers 504 with its own text (Gateway Timeout) after responseHeaderTimeout, ${WITHOUT_HEADERS}`,
     },
     "decision-down": refused(500, "fails closed: Traefik answers 500"),
@@ -457,14 +468,23 @@ export function statedFor(proxy: Proxy, row: Row): Statement | undefined {
   const reference = row.reference;
   const reached = reference?.backend;
   if (reference === undefined || reached === undefined) return undefined;
-  const allowed = (text: string): Statement => ({ status: reference.status, reached: true, text });
+  const allowed = (text: string, claims: Partial<Statement>): Statement => ({
+    status: reference.status,
+    reached: true,
+    ...claims,
+    text,
+  });
+  const without = capabilities.addsAnswerHeaders ? {} : { without: WITHOUT_HEADER_NAMES };
   // Proxy mode sent the backend another target than the client's: a policy set its query.
   if (!capabilities.takesTarget && reached.url !== row.case.path) {
     const headers = capabilities.addsAnswerHeaders ? "" : `, ${WITHOUT_HEADERS}`;
-    return allowed(`allowed with the limit unchanged (${because.noTarget(capabilities)})${headers}`);
+    return allowed(`allowed with the limit unchanged (${because.noTarget(capabilities)})${headers}`, {
+      targetUnchanged: true,
+      ...without,
+    });
   }
   if (!capabilities.addsAnswerHeaders)
-    return allowed(`allowed, ${WITHOUT_HEADERS}: ${because.noAnswerHeaders(capabilities)}`);
+    return allowed(`allowed, ${WITHOUT_HEADERS}: ${because.noAnswerHeaders(capabilities)}`, without);
   return undefined;
 }
 
