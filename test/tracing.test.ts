@@ -25,7 +25,7 @@ import { type RequestOptions, request } from "./support/http.ts";
 import { type KeysFile, writeKeysFile } from "./support/keys.ts";
 import { parsePrometheus, sampleValue, scrape } from "./support/metrics.ts";
 import { assertNoSecrets, spanTexts } from "./support/secrets.ts";
-import { startTracedDecision, type TracedDecision } from "./support/tracing.ts";
+import { startTracedDecision, TEST_SCHEDULE_DELAY, type TracedDecision } from "./support/tracing.ts";
 
 const { file: keysFile, keyOf } = writeKeysFile(["acme"]);
 const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -60,6 +60,7 @@ function exportSuite(protocol: OtlpProtocol) {
         OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20collector-secret",
         OTEL_SERVICE_NAME: "gateway-under-test",
         OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=test",
+        ...TEST_SCHEDULE_DELAY,
       });
       assert.ok(tracing);
       gw = await startGateway({

@@ -13,9 +13,15 @@ import { eventually } from "./eventually.ts";
 import { startGateway, type TestGateway } from "./gateway.ts";
 import { type KeysFile, writeKeysFile } from "./keys.ts";
 
+/**
+ * A batch of spans leaves within this in tests (the gateway's default is 1 s): a test waits for its
+ * spans, and a second per wait made test/tracing.test.ts the slowest file of npm test.
+ */
+export const TEST_SCHEDULE_DELAY = { OTEL_BSP_SCHEDULE_DELAY: "50" } as const;
+
 /** The gateway's settings with nothing but an endpoint set: every request a span, over http/protobuf. */
 export function exportingTo(receiverUrl: string): TracingSettings {
-  const settings = tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl });
+  const settings = tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl, ...TEST_SCHEDULE_DELAY });
   if (settings === undefined) throw new Error(`no tracing settings for ${receiverUrl}`);
   return settings;
 }
