@@ -63,6 +63,13 @@ export const coreCatalogue = {
     reason: "internal",
     message: "No worker process of the gateway is serving; try again shortly",
   },
+  // Never written by the gateway: a generated proxy config answers it when the gateway in decision
+  // mode could not be asked, was too slow or answered what the proxy cannot use (src/decision/).
+  DECISION_UNAVAILABLE: {
+    status: 503,
+    reason: "internal",
+    message: "The gateway's decision service could not decide on the request",
+  },
   GATEWAY_BUSY: {
     status: 503,
     reason: "internal",

@@ -317,6 +317,25 @@ describe("the proxy configs generated from the document", () => {
     });
   });
 
+  test("nginx answers auth_request's 500, a decision that failed, with the catalogue's DECISION_UNAVAILABLE", () => {
+    const nginx = nginxConfig(contract, ADDRESSES);
+    const main = nginx.slice(nginx.indexOf("location / {"), nginx.indexOf("location = "));
+    assert.match(main, /error_page 500 = @gateway_decision_unavailable;\n/);
+    const start = nginx.indexOf("location @gateway_decision_unavailable {");
+    assert.ok(start > 0);
+    const block = nginx.slice(start, nginx.indexOf("\n    }", start));
+    const { message } = coreCatalogue.DECISION_UNAVAILABLE;
+    assert.match(block, /types \{ \}\n {6}default_type application\/json;\n/);
+    assert.match(block, /add_header X-Content-Type-Options nosniff always;\n/);
+    assert.match(block, /add_header Cache-Control no-store always;\n/);
+    // No decision came: none of its headers, and no request id nginx would make up.
+    assert.doesNotMatch(block, /\$gw_|X-Request-Id/);
+    const found = /return 503 '(.*)';$/m.exec(block);
+    // As nginx reads a quoted string: \' and \\ stand for the character after the backslash.
+    const body = (found?.[1] ?? "").replace(/\\(.)/g, "$1");
+    assert.deepEqual(JSON.parse(body), { code: "DECISION_UNAVAILABLE", message, status: 503 });
+  });
+
   test("HAProxy answers its own 502, 503 and 504 on the backend leg with the catalogue's Error object, after proxy mode's timeouts", async () => {
     const keys = writeKeysFile(["alice"]);
     const config = validateConfig(

@@ -21,6 +21,8 @@ const IDLE_UPSTREAM_CONNECTIONS = 128;
 /** Where nginx's own 502 and 504 on the backend leg become the gateway's Error object. */
 const BACKEND_UNAVAILABLE_LOCATION = "@gateway_backend_unavailable";
 const BACKEND_TIMEOUT_LOCATION = "@gateway_backend_timeout";
+/** Where nginx's own 500, auth_request's answer to every failure of the decision, becomes one. */
+const DECISION_UNAVAILABLE_LOCATION = "@gateway_decision_unavailable";
 /** Headers nginx's add_header may add beside the backend's own: lists, not to be hidden. */
 const LIST_HEADERS = new Set(["vary", "link"]);
 
@@ -80,6 +82,9 @@ export function nginxConfig(contract: ProxyContract, addresses: ProxyAddresses):
     // failures are 500, so a decision service down never reads as the backend's fault.
     `      error_page 502 = ${BACKEND_UNAVAILABLE_LOCATION};`,
     `      error_page 504 = ${BACKEND_TIMEOUT_LOCATION};`,
+    // auth_request answers 500 whatever went wrong with the decision: down, past the timeout, or
+    // an answer other than 2xx, 401 and 403. Still only nginx's own: the backend's 500 passes.
+    `      error_page 500 = ${DECISION_UNAVAILABLE_LOCATION};`,
     "",
     // The target is the decision's: the limit defaulted or clamped, the public base path replaced.
     `      proxy_pass http://gateway_backend${backend.path}$gw_upstream_uri;`,
@@ -152,17 +157,20 @@ export function nginxConfig(contract: ProxyContract, addresses: ProxyAddresses):
     `      proxy_read_timeout ${seconds};`,
     "    }",
     "",
-    ...backendFaultLocation(
+    ...errorLocation(
       BACKEND_UNAVAILABLE_LOCATION,
       gatewayError("UPSTREAM_UNAVAILABLE"),
-      contract.clientHeaders,
+      decisionHeaders(contract.clientHeaders),
     ),
     "",
-    ...backendFaultLocation(
+    ...errorLocation(
       BACKEND_TIMEOUT_LOCATION,
       upstreamTimeoutError(contract.upstreamTimeoutMs),
-      contract.clientHeaders,
+      decisionHeaders(contract.clientHeaders),
     ),
+    "",
+    // No decision came, so none of its headers, nor an X-Request-Id: nginx makes none up.
+    ...errorLocation(DECISION_UNAVAILABLE_LOCATION, gatewayError("DECISION_UNAVAILABLE"), []),
     "  }",
     "}",
     "",
@@ -171,24 +179,31 @@ export function nginxConfig(contract: ProxyContract, addresses: ProxyAddresses):
 }
 
 /**
- * The answer proxy mode gives for a backend fault, from the catalogue: its status and Error body,
- * the headers of every answer the gateway writes itself, and those the decision added (a named
- * location inherits none of location /'s add_header lines).
+ * An answer nginx writes itself as the gateway would, from the catalogue: its status and Error
+ * body, the headers of every answer the gateway writes itself, and the given add_header lines (a
+ * named location inherits none of location /'s).
  */
-function backendFaultLocation(name: string, error: GatewayError, clientHeaders: readonly string[]): string[] {
+function errorLocation(name: string, error: GatewayError, addHeaders: readonly string[]): string[] {
   return [
     `    location ${name} {`,
     // Neither the URI's extension nor nginx's default types may choose another media type.
     "      types { }",
     "      default_type application/json;",
-    ...clientHeaders.map(
-      (header) => `      add_header ${headerCase(header)} ${gatewayVariable("answer", header)} always;`,
-    ),
-    "      add_header X-Request-Id $gw_request_id always;",
+    ...addHeaders,
     "      add_header X-Content-Type-Options nosniff always;",
     "      add_header Cache-Control no-store always;",
     `      return ${error.status} ${nginxLiteral(errorBody(error))};`,
     "    }",
+  ];
+}
+
+/** The headers an allowing decision added to the client's answer, its X-Request-Id included. */
+function decisionHeaders(clientHeaders: readonly string[]): string[] {
+  return [
+    ...clientHeaders.map(
+      (header) => `      add_header ${headerCase(header)} ${gatewayVariable("answer", header)} always;`,
+    ),
+    "      add_header X-Request-Id $gw_request_id always;",
   ];
 }
 

@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { coreCatalogue } from "../../src/errors.ts";
 import {
   capabilityPage,
   matrixSkipReason,
@@ -14,10 +15,21 @@ import {
   PROXIES,
   type Row,
   runMatrix,
+  type Seen,
   statedFor,
 } from "../support/plugin-matrix.ts";
 
 const skip = matrixSkipReason();
+
+/** The code of an Error object sent as application/json, or undefined. */
+function errorCodeOf(seen: Seen): string | undefined {
+  if (seen.headers["content-type"] !== "application/json") return undefined;
+  try {
+    return (JSON.parse(seen.body) as { code?: string }).code;
+  } catch {
+    return undefined;
+  }
+}
 const PAGE = join(import.meta.dirname, "../../docs/plugin-mode/capabilities.md");
 
 describe("plugin mode: proxy mode, nginx, Envoy (simulated), Caddy, Traefik (simulated) and HAProxy before one backend", {
@@ -70,6 +82,10 @@ describe("plugin mode: proxy mode, nginx, Envoy (simulated), Caddy, Traefik (sim
         for (const name of stated.without ?? []) {
           if (cell.seen.headers[name] !== undefined) untrue.push(`${where}: ${name} present, stated absent`);
         }
+        if (stated.error !== undefined && errorCodeOf(cell.seen) !== stated.error)
+          untrue.push(
+            `${where}: ${cell.seen.headers["content-type"]} ${cell.seen.body}, stated ${stated.error}`,
+          );
       }
     }
     assert.deepEqual(untrue, []);
@@ -132,6 +148,19 @@ describe("plugin mode: proxy mode, nginx, Envoy (simulated), Caddy, Traefik (sim
     }
   });
 
+  test("nginx answers a decision that failed with the catalogue's DECISION_UNAVAILABLE, as the gateway writes errors", () => {
+    const { message, status } = coreCatalogue.DECISION_UNAVAILABLE;
+    for (const name of ["decision-down", "decision-slow", "decision-500"]) {
+      const cell = rows.find((r) => r.case.name === name)?.cells.find((c) => c.proxy === "nginx");
+      assert.equal(cell?.seen.status, status, name);
+      assert.deepEqual(JSON.parse(cell.seen.body), { code: "DECISION_UNAVAILABLE", message, status }, name);
+      assert.equal(cell.seen.headers["content-type"], "application/json", name);
+      assert.equal(cell.seen.headers["cache-control"], "no-store", name);
+      assert.equal(cell.seen.headers["x-content-type-options"], "nosniff", name);
+      assert.equal(cell.seen.headers["x-request-id"], undefined, name);
+    }
+  });
+
   test("a backend slower than upstream.timeoutMs gets the client 504 from every proxy, never the late answer", () => {
     const row = rows.find((r) => r.case.name === "backend-slow");
     assert.equal(row?.reference?.status, 504);
@@ -139,8 +168,8 @@ describe("plugin mode: proxy mode, nginx, Envoy (simulated), Caddy, Traefik (sim
     for (const cell of row?.cells ?? []) assert.equal(cell.seen.status, 504, cell.proxy);
   });
 
-  test("the backend's own 502, 503 and 504 reach the client as the backend sent them, through every proxy", () => {
-    for (const name of ["backend-502", "backend-503", "backend-504"]) {
+  test("the backend's own 500, 502, 503 and 504 reach the client as the backend sent them, through every proxy", () => {
+    for (const name of ["backend-500", "backend-502", "backend-503", "backend-504"]) {
       const row = rows.find((r) => r.case.name === name);
       assert.equal(row?.reference?.status, Number(name.slice(-3)));
       assert.equal(row?.cells.length, PROXIES.length);

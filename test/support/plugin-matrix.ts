@@ -312,8 +312,9 @@ export const CASES: readonly Case[] = [
     key: "alice",
     world: "backend-slow",
   },
-  // The backend's own 5xx, in the statuses a proxy itself answers a backend fault with: none may
-  // take it for its own fault (backendAnswer answers these cases by their request id).
+  // The backend's own 5xx, in the statuses a proxy itself answers a backend or a decision fault
+  // with: none may take it for its own fault (backendAnswer answers these cases by their request id).
+  { name: "backend-500", what: "the backend answering its own 500", path: "/v1/pets?limit=5", key: "alice" },
   { name: "backend-502", what: "the backend answering its own 502", path: "/v1/pets?limit=5", key: "alice" },
   { name: "backend-503", what: "the backend answering its own 503", path: "/v1/pets?limit=5", key: "alice" },
   { name: "backend-504", what: "the backend answering its own 504", path: "/v1/pets?limit=5", key: "alice" },
@@ -361,11 +362,20 @@ export interface Statement {
   readonly targetUnchanged?: boolean;
   /** "without X-Request-Id, Vary or X-Limit-Applied", "without Deprecation, …": absent from the client's answer. */
   readonly without?: readonly string[];
+  /** "answers 503 DECISION_UNAVAILABLE": the Error object with this code, as application/json. */
+  readonly error?: string;
   readonly text: string;
 }
 
 /** A proxy answering by itself: the backend never reached. */
 const refused = (status: number, text: string): Statement => ({ status, reached: false, text });
+
+/** nginx's answer to a decision that failed: the Error object, with no decision's X-Request-Id. */
+const decisionUnavailable = (text: string): Statement => ({
+  ...refused(503, text),
+  error: "DECISION_UNAVAILABLE",
+  without: ["x-request-id"],
+});
 
 /**
  * A proxy's cell that differs from proxy mode, and why, where the capability facts do not say it
@@ -377,12 +387,13 @@ const STATED: Readonly<Record<Proxy, Readonly<Record<string, Statement>>>> = {
       413,
       "413 from nginx itself (client_max_body_size, its own HTML body), before the key is checked",
     ),
-    "decision-down": refused(
-      500,
-      "fails closed: nginx answers 500 (auth_request turns any failure into 500)",
+    "decision-down": decisionUnavailable(
+      "fails closed: nginx answers 503 with the Error object DECISION_UNAVAILABLE, without X-Request-Id (auth_request's 500, replaced)",
     ),
-    "decision-slow": refused(500, "fails closed: nginx answers 500 after the timeout"),
-    "decision-500": refused(500, "fails closed: nginx answers 500"),
+    "decision-slow": decisionUnavailable(
+      "fails closed: nginx answers 503 DECISION_UNAVAILABLE after the timeout",
+    ),
+    "decision-500": decisionUnavailable("fails closed: nginx answers 503 DECISION_UNAVAILABLE"),
   },
   envoy: {
     "backend-down": { status: 503, text: "Envoy answers 503 with its own text (upstream connect error)" },
