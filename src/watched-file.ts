@@ -42,6 +42,8 @@ export function watchFile<T>(options: WatchedFileOptions<T>): WatchedFile<T> {
   const first = readTrustedFileSync(file, { maxBytes, name: "the file" });
   let value = options.parse(first.text);
   let lastStamp = stampOf(first.stats);
+  /** The stamp of the last file found unlinked when opened (skipped once: see wanted below). */
+  let unlinkedStamp: string | undefined;
   let closed = false;
 
   /**
@@ -60,11 +62,16 @@ export function watchFile<T>(options: WatchedFileOptions<T>): WatchedFile<T> {
         onSlow: (pendingMs) => options.onSlow(pendingMs, why),
         wanted: (stats) => {
           opened = true;
+          const stamp = stampOf(stats);
           // Renamed over (how a careful writer replaces a file) between this read's open and its
           // fstat: the unlink moved its ctime, so its stamp would look new. The path leads to the
           // new file now, which the next round reads; this one was read when it was current.
-          if (stats.nlink === 0) return false;
-          const stamp = stampOf(stats);
+          // Once per stamp: a file system that says 0 links of a live file (some FUSE and network
+          // mounts do) is read one round later, never skipped for good.
+          if (stats.nlink === 0 && stamp !== unlinkedStamp) {
+            unlinkedStamp = stamp;
+            return false;
+          }
           const changed = stamp !== lastStamp;
           lastStamp = stamp;
           return always || changed;
