@@ -146,13 +146,43 @@ test("every `npm run <script>` the pages tell a reader to type is a script of pa
   assert.deepEqual(missing, []);
 });
 
+/**
+ * `npm run` (not `-s`) and, before the next command (`|`, `;`, `&`), its stdout sent to a file:
+ * ` > f`, ` >> f`, ` 1> f`, ` &> f`, but not `> /dev/null`, `2> f` or `>&2`. A `>` straight after a
+ * word is left alone: in prose it closes a placeholder (`<ref>`), and no page writes `cmd>f`.
+ */
+const REDIRECTED_NPM_RUN = /\bnpm run (?!-s\b|--silent\b)[^|;&]*?\s(?:&|1)?>>?\s*(?!\/dev\/null\b)[^\s>&]/;
+/** npm's own -s or --silent after the script's name silences the banner too. */
+const SILENCED = /\bnpm run [^|;&]*\s(?:-s|--silent)(?:\s|$)/;
+
+test("the redirect check tells a banner-starting redirect from a harmless one", () => {
+  for (const bad of [
+    "npm run plan > plan.txt",
+    "npm run plan -- --format json >> out.json",
+    "npm run x 1> f",
+    "npm run x &> f",
+  ]) {
+    assert.ok(REDIRECTED_NPM_RUN.test(bad) && !SILENCED.test(bad), bad);
+  }
+  for (const fine of [
+    "npm run -s plan > plan.txt",
+    "npm run plan --silent > plan.txt",
+    "npm run plan > /dev/null",
+    "npm run plan 2> errors.txt",
+    "npm run a && npm run -s b > f",
+    "npm run keys -- add acme",
+  ]) {
+    assert.ok(!REDIRECTED_NPM_RUN.test(fine) || SILENCED.test(fine), fine);
+  }
+});
+
 test("no page redirects `npm run`'s stdout to a file without -s: npm's banner would start the file", () => {
   const redirected: string[] = [];
   for (const page of PAGES) {
     // A command continued over lines with a trailing backslash is one command.
     const commands = readFileSync(resolve(PROJECT_ROOT, page), "utf8").replace(/\\\n/g, " ").split("\n");
     for (const [index, command] of commands.entries()) {
-      if (/\bnpm run (?!-s\b|--silent\b)[^|]*?\s>>?\s*[^\s>&]/.test(command)) {
+      if (REDIRECTED_NPM_RUN.test(command) && !SILENCED.test(command)) {
         redirected.push(`${page}: ${command.trim().slice(0, 100)} (logical line ${index + 1})`);
       }
     }
