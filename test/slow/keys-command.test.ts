@@ -1,5 +1,5 @@
 // `npm run keys` as a user types it, and the CLI's bad arguments, each a process of its own: the
-// npm script's wiring and a matrix of refusals (test/keys.test.ts drives the CLI itself).
+// npm script's wiring and a matrix of refusals (test/slow/keys-cli.test.ts drives the CLI itself).
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
