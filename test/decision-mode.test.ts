@@ -30,6 +30,20 @@ const ADDRESSES = {
   timeoutMs: 1000,
 };
 
+/** The contract of a decision-mode gateway whose backend timeouts are not the defaults: 1.5 s and 7 s. */
+async function contractWithBackendTimeouts(): Promise<ProxyContract> {
+  const keys = writeKeysFile(["alice"]);
+  const config = validateConfig(
+    {
+      mode: "decision",
+      upstream: { connectTimeoutMs: 1500, timeoutMs: 7000 },
+      policies: { auth: { keysFile: keys.file } },
+    },
+    policies,
+  );
+  return contractOf(config, policies);
+}
+
 describe("a gateway in decision mode", () => {
   let keys: KeysFile;
   let gw: TestGateway;
@@ -283,16 +297,8 @@ describe("the proxy configs generated from the document", () => {
   });
 
   test("nginx answers its own 502 and 504 on the backend leg with the catalogue's Error object, after proxy mode's timeouts", async () => {
-    const keys = writeKeysFile(["alice"]);
-    const config = validateConfig(
-      {
-        mode: "decision",
-        upstream: { connectTimeoutMs: 1500, timeoutMs: 7000 },
-        policies: { auth: { keysFile: keys.file } },
-      },
-      policies,
-    );
-    const nginx = nginxConfig(await contractOf(config, policies), ADDRESSES);
+    const contract = await contractWithBackendTimeouts();
+    const nginx = nginxConfig(contract, ADDRESSES);
     const main = nginx.slice(nginx.indexOf("location / {"), nginx.indexOf("location = "));
     assert.match(main, /proxy_connect_timeout 1500ms;\n/);
     assert.match(main, /proxy_read_timeout 7000ms;\n/);
@@ -337,16 +343,8 @@ describe("the proxy configs generated from the document", () => {
   });
 
   test("HAProxy answers its own 502, 503 and 504 on the backend leg with the catalogue's Error object, after proxy mode's timeouts", async () => {
-    const keys = writeKeysFile(["alice"]);
-    const config = validateConfig(
-      {
-        mode: "decision",
-        upstream: { connectTimeoutMs: 1500, timeoutMs: 7000 },
-        policies: { auth: { keysFile: keys.file } },
-      },
-      policies,
-    );
-    const haproxy = haproxyConfig(await contractOf(config, policies), ADDRESSES);
+    const contract = await contractWithBackendTimeouts();
+    const haproxy = haproxyConfig(contract, ADDRESSES);
     // Only the backend's: the decision's failures, answered in the frontend, keep HAProxy's own.
     const frontend = haproxy.slice(0, haproxy.indexOf("backend gateway_backend"));
     const backend = haproxy.slice(haproxy.indexOf("backend gateway_backend"));
@@ -380,16 +378,7 @@ describe("the proxy configs generated from the document", () => {
   });
 
   test("Envoy and Traefik give the backend leg proxy mode's timeouts, the decision keeping its own", async () => {
-    const keys = writeKeysFile(["alice"]);
-    const config = validateConfig(
-      {
-        mode: "decision",
-        upstream: { connectTimeoutMs: 1500, timeoutMs: 7000 },
-        policies: { auth: { keysFile: keys.file } },
-      },
-      policies,
-    );
-    const timed = await contractOf(config, policies);
+    const timed = await contractWithBackendTimeouts();
     const envoy = parse(envoyConfig(timed, ADDRESSES)).static_resources;
     const clusters = Object.fromEntries(
       envoy.clusters.map((cluster: { name: string; connect_timeout: string }) => [
